@@ -1,0 +1,48 @@
+"""Opening the aioboto3 DynamoDB client: one per application lifespan."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import aioboto3
+from botocore.config import Config
+
+from storage.types import DynamoClient
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    endpoint_url: str | None = None  # None: AWS itself, per region
+    region: str = "us-east-1"
+    max_attempts: int = 3  # botocore standard-mode retries per call (throttling, 5xx)
+    connect_timeout: float = 2.0
+    read_timeout: float = 5.0
+    # A fan-out issues up to five queries per page; leave room for concurrent requests.
+    max_pool_connections: int = 64
+
+
+@asynccontextmanager
+async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
+    """Yield a DynamoDB client; local endpoints get placeholder credentials if none are set."""
+    credentials: dict[str, str] = {}
+    if settings.endpoint_url is not None and not os.environ.get("AWS_ACCESS_KEY_ID"):
+        # DynamoDB Local checks that credentials exist, not what they are.
+        credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    config = Config(
+        retries={"mode": "standard", "max_attempts": settings.max_attempts},
+        connect_timeout=settings.connect_timeout,
+        read_timeout=settings.read_timeout,
+        max_pool_connections=settings.max_pool_connections,
+    )
+    session = aioboto3.Session()
+    async with session.client(
+        "dynamodb",
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        config=config,
+        **credentials,
+    ) as client:
+        yield client

@@ -1,0 +1,81 @@
+"""Conversion between domain values and DynamoDB items (wire format)."""
+
+from __future__ import annotations
+
+from storage import keys
+from storage.model import Comment, RatingCounts
+from storage.table import SORT_KEY, Index
+from storage.types import Item
+
+COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in keys.RATINGS)
+TOTAL_ATTR = "count_total"
+LAST_ATTR = "lastCommentedAt"
+
+
+def comment_to_item(comment: Comment) -> Item:
+    """The comment item with the four GSI partition keys and the shared sort key."""
+    pid, lang, rating = comment.product_id, comment.language, comment.rating
+    item: Item = {
+        "PK": {"S": keys.comment_pk(comment.comment_id)},
+        "SK": {"S": keys.comment_pk(comment.comment_id)},
+        Index.BY_LANG_AND_RATING.partition_attr: {"S": keys.lang_rating_pk(pid, lang, rating)},
+        Index.BY_LANG.partition_attr: {"S": keys.lang_pk(pid, lang)},
+        Index.BY_RATING.partition_attr: {"S": keys.rating_pk(pid, rating)},
+        Index.ALL.partition_attr: {"S": keys.all_pk(pid)},
+        SORT_KEY: {"S": comment.sort_key},
+        "commentId": {"S": comment.comment_id},
+        "productId": {"S": pid},
+        "language": {"S": lang},
+        "rating": {"N": str(rating)},
+        "body": {"S": comment.body},
+        "author": {"S": comment.author},
+        "createdAt": {"S": comment.created_at},
+    }
+    if comment.title is not None:
+        item["title"] = {"S": comment.title}
+    return item
+
+
+def item_to_comment(item: Item) -> Comment:
+    title = item.get("title")
+    return Comment(
+        comment_id=item["commentId"]["S"],
+        product_id=item["productId"]["S"],
+        language=item["language"]["S"],
+        rating=int(item["rating"]["N"]),
+        title=None if title is None else title["S"],
+        body=item["body"]["S"],
+        author=item["author"]["S"],
+        created_at=item["createdAt"]["S"],
+    )
+
+
+def is_comment_item(item: Item) -> bool:
+    return item.get("PK", {}).get("S", "").startswith("COMMENT#")
+
+
+def _number(item: Item, name: str) -> int:
+    value = item.get(name)
+    return 0 if value is None else int(value["N"])
+
+
+def item_to_counts(product_id: str, language: str | None, item: Item | None) -> RatingCounts:
+    """Counters of a stats item; a missing item means no comments yet."""
+    if not item:
+        return RatingCounts(product_id, language)
+    last = item.get(LAST_ATTR)
+    c1, c2, c3, c4, c5 = (max(0, _number(item, a)) for a in COUNT_ATTRS)
+    return RatingCounts(
+        product_id, language, (c1, c2, c3, c4, c5), None if last is None else last["S"]
+    )
+
+
+def stats_key(product_id: str, language: str | None) -> Item:
+    return {"PK": {"S": keys.product_pk(product_id)}, "SK": {"S": keys.stats_sk(language)}}
+
+
+def stats_language(sk: str) -> str | None:
+    """Inverse of ``keys.stats_sk``."""
+    if sk == keys.STATS_ALL:
+        return None
+    return sk.removeprefix(keys.STATS_ALL + "#")

@@ -1,0 +1,174 @@
+"""Validation of key parts and construction of every key of the single-table model.
+
+A product id, a language or a rating that could smuggle a delimiter (``/``, ``#``) into a
+key is rejected here with a typed error: keys are never escaped, so a key can always be
+split back into its parts and no two inputs share a partition.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from storage.errors import (
+    InvalidCommentId,
+    InvalidCursor,
+    InvalidLanguage,
+    InvalidProductId,
+    InvalidRating,
+)
+
+PRODUCT_ID_MAX = 128
+COMMENT_ID_MAX = 64
+LANGUAGE_MAX = 35
+# Wide enough for any count DynamoDB could hold in practice, fixed so strings sort as numbers.
+LEADER_COUNT_WIDTH = 12
+
+# Letters, digits and a few punctuation marks that never act as delimiters in our keys.
+_PRODUCT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+_COMMENT_ID = re.compile(r"[A-Za-z0-9_-]+")
+# BCP 47 shape (primary subtag plus optional subtags), compared in lower case.
+_LANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8})*")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+
+RATINGS: tuple[int, ...] = (1, 2, 3, 4, 5)
+LEADERS = "LEADERS"
+STATS_ALL = "S"
+
+
+def validate_product_id(product_id: object) -> str:
+    """Return the product id unchanged if it is safe to put in a key, else raise."""
+    if (
+        not isinstance(product_id, str)
+        or not 0 < len(product_id) <= PRODUCT_ID_MAX
+        or not _PRODUCT_ID.fullmatch(product_id)
+    ):
+        raise InvalidProductId(
+            f"product id must be 1-{PRODUCT_ID_MAX} characters of letters, digits and . _ : -"
+            ", starting with a letter or digit"
+        )
+    return product_id
+
+
+def validate_comment_id(comment_id: object) -> str:
+    """Return the comment id unchanged if it is well formed, else raise."""
+    if (
+        not isinstance(comment_id, str)
+        or not 0 < len(comment_id) <= COMMENT_ID_MAX
+        or not _COMMENT_ID.fullmatch(comment_id)
+    ):
+        raise InvalidCommentId(
+            f"comment id must be 1-{COMMENT_ID_MAX} characters of letters, digits, _ and -"
+        )
+    return comment_id
+
+
+def validate_language(language: object) -> str:
+    """Return the language tag in lower case (tags are case-insensitive), else raise."""
+    if not isinstance(language, str) or not 0 < len(language) <= LANGUAGE_MAX:
+        raise InvalidLanguage("language must be a BCP 47 tag such as 'en' or 'pt-BR'")
+    lowered = language.lower()
+    if not _LANGUAGE.fullmatch(lowered):
+        raise InvalidLanguage("language must be a BCP 47 tag such as 'en' or 'pt-BR'")
+    return lowered
+
+
+def validate_rating(rating: object) -> int:
+    """Return the rating if it is an integer from 1 to 5, else raise."""
+    if isinstance(rating, bool) or not isinstance(rating, int) or rating not in RATINGS:
+        raise InvalidRating("rating must be an integer from 1 to 5")
+    return rating
+
+
+def validate_ratings(ratings: object) -> frozenset[int] | None:
+    """Normalise a rating filter: None or empty means no filter, as does naming all five."""
+    if ratings is None:
+        return None
+    if isinstance(ratings, str | bytes) or not hasattr(ratings, "__iter__"):
+        raise InvalidRating("ratings must be a list of integers from 1 to 5")
+    chosen = frozenset(validate_rating(r) for r in ratings)
+    if not chosen or chosen == frozenset(RATINGS):
+        return None
+    return chosen
+
+
+def format_timestamp(moment: datetime) -> str:
+    """ISO-8601 in UTC with milliseconds: fixed width, so string order is time order."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    utc = moment.astimezone(UTC)
+    if not 1 <= utc.year <= 9999:
+        raise ValueError("timestamp out of range")
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Inverse of ``format_timestamp``."""
+    if not _TIMESTAMP.fullmatch(text):
+        raise ValueError(f"not a timestamp: {text!r}")
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def comment_pk(comment_id: str) -> str:
+    return f"COMMENT#{validate_comment_id(comment_id)}"
+
+
+def product_pk(product_id: str) -> str:
+    return f"PRODUCT#{validate_product_id(product_id)}"
+
+
+def stats_sk(language: str | None) -> str:
+    return STATS_ALL if language is None else f"{STATS_ALL}#{validate_language(language)}"
+
+
+def lang_rating_pk(product_id: str, language: str, rating: int) -> str:
+    """Partition of index byLangAndRating."""
+    return f"{product_pk(product_id)}/{validate_language(language)}/{validate_rating(rating)}"
+
+
+def lang_pk(product_id: str, language: str) -> str:
+    """Partition of index byLang."""
+    return f"{product_pk(product_id)}/{validate_language(language)}"
+
+
+def rating_pk(product_id: str, rating: int) -> str:
+    """Partition of index byRating."""
+    return f"{product_pk(product_id)}/{validate_rating(rating)}"
+
+
+def all_pk(product_id: str) -> str:
+    """Partition of index all."""
+    return product_pk(product_id)
+
+
+def sort_key(created_at: str, comment_id: str) -> str:
+    """GSISK of a comment: time first, then the id, so every position is unique."""
+    if not _TIMESTAMP.fullmatch(created_at):
+        raise ValueError(f"not a timestamp: {created_at!r}")
+    return f"{created_at}#{validate_comment_id(comment_id)}"
+
+
+def validate_sort_key(value: str) -> str:
+    """Return a GSISK that came from outside (a cursor) if it is well formed, else raise."""
+    created_at, sep, comment_id = value.partition("#")
+    if not sep or not _TIMESTAMP.fullmatch(created_at):
+        raise InvalidCursor("cursor does not name a position")
+    try:
+        validate_comment_id(comment_id)
+    except InvalidCommentId as exc:
+        raise InvalidCursor("cursor does not name a position") from exc
+    return value
+
+
+def leader_sort_key(five_star_count: int) -> str:
+    """GSISK of a leaderboard entry: the count as a zero-padded string (GSISK is a string)."""
+    if not 0 < five_star_count < 10**LEADER_COUNT_WIDTH:
+        raise ValueError("leaderboard entries exist only for positive counts")
+    return f"{five_star_count:0{LEADER_COUNT_WIDTH}d}"
+
+
+def product_id_from_pk(pk: str) -> str:
+    prefix = "PRODUCT#"
+    if not pk.startswith(prefix):
+        raise ValueError(f"not a product key: {pk!r}")
+    return pk[len(prefix) :]

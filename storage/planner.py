@@ -1,0 +1,231 @@
+"""The read planner: a pure function from (filter, page request, stats) to a printable Plan.
+
+No I/O happens here. The plan says which index to query, which partitions, the sort-key
+condition, the first-round limit of every query and which ratings were skipped, so it can be
+printed (EXPLAIN), asserted in tests and returned to clients.
+
+Read budget. A page needs ``want`` items: the page size, plus one to learn whether more
+exists, except on a first page where the stats already say so. A single partition is read
+with ``Limit = want``. A fan-out over k ratings would read ``k * want`` items if every query
+asked for a full page (the blog's version); instead each query's first-round limit is its
+expected share of the page plus a fraction ``z`` of a standard deviation, capped by the
+rating's exact count. The executor tops up only the queries the merge ran out of.
+
+When almost every comment of the scope matches the filter, one query on the broader index
+with a FilterExpression scans fewer items than k proportioned queries; the planner compares
+both estimates and picks the cheaper. Both read the same sort order, so results are equal.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, replace
+
+from storage import keys
+from storage.model import Direction, ListingFilter, PageRequest, RatingCounts
+from storage.table import SORT_KEY, Index
+
+
+class Strategy(enum.Enum):
+    EMPTY = "EMPTY"
+    ALL = "ALL"
+    BY_LANG = "BY_LANG"
+    BY_RATING = "BY_RATING"
+    BY_LANG_AND_RATING = "BY_LANG_AND_RATING"
+    FAN_OUT = "FAN_OUT"
+    FILTERED_SCAN_OF_INDEX = "FILTERED_SCAN_OF_INDEX"
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Knobs of the read budget; the defaults are what the benchmarks settled on."""
+
+    # Standard deviations of head-room added to each fan-out query's expected share.
+    z: float = 0.5
+    # A filtered scan must be estimated at least this much cheaper than a fan-out.
+    filtered_advantage: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.z < 0 or self.filtered_advantage <= 0:
+            raise ValueError("tuning values must be positive")
+
+
+DEFAULT_TUNING = Tuning()
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedQuery:
+    """One storage query of a plan: a partition of an index and its first-round limit."""
+
+    index: Index
+    partition_key: str
+    limit: int
+    # Comments in the partition per the stats: no position can have more after it,
+    # so the executor never asks beyond it and knows a partition is done when it is reached.
+    known_count: int
+    rating: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the executor will do for one page, and why."""
+
+    strategy: Strategy
+    product_id: str
+    language: str | None
+    direction: Direction
+    position: str | None
+    page_size: int
+    want: int
+    queries: tuple[PlannedQuery, ...] = ()
+    skipped_ratings: tuple[int, ...] = ()
+    filter_ratings: tuple[int, ...] = ()
+    # Share of the scanned partition that matches the filter (1.0 without a filter).
+    match_fraction: float = 1.0
+    # On a first page the stats tell whether more exists; None means the executor finds out.
+    has_more_from_stats: bool | None = None
+    z: float = DEFAULT_TUNING.z
+
+    @property
+    def index(self) -> Index | None:
+        return self.queries[0].index if self.queries else None
+
+    @property
+    def scan_forward(self) -> bool:
+        """DynamoDB's ScanIndexForward: newest first means descending."""
+        return self.direction is Direction.BACKWARD
+
+    @property
+    def sort_key_condition(self) -> str | None:
+        if self.position is None:
+            return None
+        op = "<" if self.direction is Direction.FORWARD else ">"
+        return f"{SORT_KEY} {op} {self.position}"
+
+    def explain(self) -> str:
+        """A human-readable EXPLAIN of the plan."""
+        lines = [
+            f"{self.strategy.value} product={self.product_id}"
+            f" language={self.language or '*'} direction={self.direction.value}"
+            f" page={self.page_size} want={self.want}",
+        ]
+        if self.index is not None:
+            order = "ascending" if self.scan_forward else "descending"
+            lines.append(f"  index {self.index.value}, {SORT_KEY} {order}")
+        if self.sort_key_condition is not None:
+            lines.append(f"  where {self.sort_key_condition}")
+        if self.filter_ratings:
+            lines.append(
+                f"  filter rating IN {list(self.filter_ratings)}"
+                f" (matches {self.match_fraction:.1%} of the partition)"
+            )
+        for q in self.queries:
+            lines.append(
+                f"  query {q.index.partition_attr} = {q.partition_key}"
+                f" limit {q.limit} (of {q.known_count})"
+            )
+        if self.skipped_ratings:
+            lines.append(f"  skipped ratings {list(self.skipped_ratings)}: count is zero")
+        if self.has_more_from_stats is not None:
+            lines.append(f"  more after this page (from stats): {self.has_more_from_stats}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+def proportioned_limit(want: int, share: float, z: float) -> int:
+    """Expected items of one stream in the next ``want`` merged items, plus head-room."""
+    mean = want * share
+    return max(1, math.ceil(mean + z * math.sqrt(mean * (1.0 - share))))
+
+
+def filtered_limit(want: int, fraction: float, z: float) -> int:
+    """Items to scan for ``want`` matches when a ``fraction`` of items match (neg. binomial)."""
+    mean = want / fraction
+    return max(1, math.ceil(mean + z * math.sqrt(want * (1.0 - fraction)) / fraction))
+
+
+def plan_listing(
+    listing: ListingFilter,
+    page: PageRequest,
+    stats: RatingCounts,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> Plan:
+    """Choose index, partitions and limits for one page; pure, deterministic."""
+    if stats.product_id != listing.product_id or stats.language != listing.language:
+        raise ValueError("stats must be those of the listing's product and language")
+    pid, lang = listing.product_id, listing.language
+    requested = listing.ratings  # None: every rating (naming all five was normalised away)
+    matching = stats.matching(requested)
+    first_page = page.position is None
+    want = page.size if first_page else page.size + 1
+
+    base = Plan(
+        strategy=Strategy.EMPTY,
+        product_id=pid,
+        language=lang,
+        direction=page.direction,
+        position=page.position,
+        page_size=page.size,
+        want=want,
+        has_more_from_stats=(matching > page.size) if first_page else None,
+        z=tuning.z,
+    )
+
+    skipped: tuple[int, ...] = ()
+    live: tuple[int, ...] = ()
+    if requested is not None:
+        live = tuple(r for r in sorted(requested, reverse=True) if stats.count(r) > 0)
+        skipped = tuple(r for r in sorted(requested, reverse=True) if stats.count(r) == 0)
+
+    if page.size == 0 or matching == 0:
+        return replace(base, skipped_ratings=skipped)
+
+    if requested is None:
+        if lang is None:
+            q = PlannedQuery(Index.ALL, keys.all_pk(pid), min(want, matching), matching)
+            return replace(base, strategy=Strategy.ALL, queries=(q,))
+        q = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), min(want, matching), matching)
+        return replace(base, strategy=Strategy.BY_LANG, queries=(q,))
+
+    if len(live) == 1:
+        (rating,) = live
+        count = stats.count(rating)
+        if lang is None:
+            index, pk, strategy = Index.BY_RATING, keys.rating_pk(pid, rating), Strategy.BY_RATING
+        else:
+            index, pk = Index.BY_LANG_AND_RATING, keys.lang_rating_pk(pid, lang, rating)
+            strategy = Strategy.BY_LANG_AND_RATING
+        q = PlannedQuery(index, pk, min(want, count), count, rating)
+        return replace(base, strategy=strategy, queries=(q,), skipped_ratings=skipped)
+
+    # Several ratings left: a proportioned fan-out, or one filtered query if that is cheaper.
+    index = Index.BY_RATING if lang is None else Index.BY_LANG_AND_RATING
+    fan_out = []
+    for rating in live:
+        count = stats.count(rating)
+        pk = keys.rating_pk(pid, rating) if lang is None else keys.lang_rating_pk(pid, lang, rating)
+        limit = min(count, proportioned_limit(want, count / matching, tuning.z))
+        fan_out.append(PlannedQuery(index, pk, limit, count, rating))
+    fan_out_cost = sum(q.limit for q in fan_out)
+
+    scope = stats.total
+    fraction = matching / scope
+    scan_limit = min(scope, filtered_limit(want, fraction, tuning.z))
+    if scan_limit * tuning.filtered_advantage < fan_out_cost:
+        broad = Index.ALL if lang is None else Index.BY_LANG
+        pk = keys.all_pk(pid) if lang is None else keys.lang_pk(pid, lang)
+        q = PlannedQuery(broad, pk, scan_limit, scope)
+        return replace(
+            base,
+            strategy=Strategy.FILTERED_SCAN_OF_INDEX,
+            queries=(q,),
+            skipped_ratings=skipped,
+            filter_ratings=live,
+            match_fraction=fraction,
+        )
+    return replace(
+        base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped
+    )

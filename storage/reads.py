@@ -1,0 +1,130 @@
+"""Reads: counters (single and batched), comments by id, listings and the leaderboard."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage import keys
+from storage.errors import InvalidPageRequest, StorageUnavailable
+from storage.executor import Page, execute
+from storage.items import item_to_comment, item_to_counts, stats_key, stats_language
+from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
+from storage.planner import DEFAULT_TUNING, Tuning, plan_listing
+from storage.retry import ENGINE_ERRORS, Backoff
+from storage.table import SORT_KEY, Index, TableRef
+from storage.types import Item
+
+BATCH_GET_MAX = 100
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderEntry:
+    product_id: str
+    five_star_count: int
+
+
+async def get_counts(table: TableRef, product_id: str, language: str | None) -> RatingCounts:
+    """Exact counters of one product, all languages (None) or one; zeros when none exist."""
+    (counts,) = await batch_get_counts(table, [(product_id, language)])
+    return counts
+
+
+async def batch_get_counts(
+    table: TableRef,
+    wanted: Sequence[tuple[str, str | None]],
+    *,
+    backoff: Backoff = Backoff(),
+) -> list[RatingCounts]:
+    """Counters for many (product, language) pairs, in the order asked, via BatchGetItem."""
+    normal = [
+        (keys.validate_product_id(p), None if lang is None else keys.validate_language(lang))
+        for p, lang in wanted
+    ]
+    found = await _batch_get(table, [stats_key(p, lang) for p, lang in dict.fromkeys(normal)],
+                             backoff)
+    by_key = {
+        (keys.product_id_from_pk(i["PK"]["S"]), stats_language(i["SK"]["S"])): i for i in found
+    }
+    return [item_to_counts(p, lang, by_key.get((p, lang))) for p, lang in normal]
+
+
+async def batch_get_comments(
+    table: TableRef, comment_ids: Sequence[str], *, backoff: Backoff = Backoff()
+) -> list[Comment | None]:
+    """Comments by id in the order asked, None for ids that do not exist."""
+    for cid in comment_ids:
+        keys.validate_comment_id(cid)
+    unique = list(dict.fromkeys(comment_ids))
+    found = await _batch_get(
+        table,
+        [{"PK": {"S": keys.comment_pk(c)}, "SK": {"S": keys.comment_pk(c)}} for c in unique],
+        backoff,
+    )
+    by_id = {c.comment_id: c for c in map(item_to_comment, found)}
+    return [by_id.get(c) for c in comment_ids]
+
+
+async def _batch_get(table: TableRef, item_keys: list[Item], backoff: Backoff) -> list[Item]:
+    """BatchGetItem in chunks of 100, retrying unprocessed keys with backoff."""
+    chunks = [item_keys[i : i + BATCH_GET_MAX] for i in range(0, len(item_keys), BATCH_GET_MAX)]
+    results = await asyncio.gather(*(_batch_chunk(table, c, backoff) for c in chunks))
+    return [item for chunk in results for item in chunk]
+
+
+async def _batch_chunk(table: TableRef, chunk: list[Item], backoff: Backoff) -> list[Item]:
+    found: list[Item] = []
+    pending: dict[str, Any] = {table.name: {"Keys": chunk}}
+    for attempt in range(1, backoff.attempts + 1):
+        try:
+            response = await table.client.batch_get_item(RequestItems=pending)
+        except ENGINE_ERRORS as exc:
+            raise StorageUnavailable("reading counters failed") from exc
+        found.extend(response.get("Responses", {}).get(table.name, []))
+        pending = response.get("UnprocessedKeys") or {}
+        if not pending:
+            return found
+        await backoff.sleep(attempt)
+    raise StorageUnavailable("storage kept some keys unprocessed")
+
+
+async def list_comments(
+    table: TableRef,
+    listing: ListingFilter,
+    page: PageRequest,
+    *,
+    stats: RatingCounts | None = None,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> Page:
+    """One page of a product's comments, newest first, exactly as filtered.
+
+    ``stats`` are the counters of the listing's scope; they are read here when not given
+    (the API passes the ones its loader already has, so counts and plan agree).
+    """
+    if stats is None:
+        stats = await get_counts(table, listing.product_id, listing.language)
+    return await execute(table, plan_listing(listing, page, stats, tuning))
+
+
+async def leaderboard(table: TableRef, first: int = 10) -> list[LeaderEntry]:
+    """Top products by 5-star count, most first: one query on the LEADERS partition."""
+    if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= 100:
+        raise InvalidPageRequest("first must be between 1 and 100")
+    try:
+        response = await table.client.query(
+            TableName=table.name,
+            IndexName=Index.BY_LANG_AND_RATING.value,
+            KeyConditionExpression="#pk = :leaders",
+            ExpressionAttributeNames={"#pk": Index.BY_LANG_AND_RATING.partition_attr},
+            ExpressionAttributeValues={":leaders": {"S": keys.LEADERS}},
+            ScanIndexForward=False,
+            Limit=first,
+        )
+    except ENGINE_ERRORS as exc:
+        raise StorageUnavailable("reading the leaderboard failed") from exc
+    return [
+        LeaderEntry(keys.product_id_from_pk(i["PK"]["S"]), int(i[SORT_KEY]["S"]))
+        for i in response.get("Items", [])
+    ]

@@ -1,0 +1,100 @@
+"""The single table and its four indexes, and idempotent creation of them."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from storage.errors import StorageUnavailable
+from storage.types import DynamoClient
+
+SORT_KEY = "GSISK"
+
+
+class Index(enum.Enum):
+    """The four GSIs; each value is the index name, ``partition_attr`` its partition key."""
+
+    BY_LANG_AND_RATING = "byLangAndRating"
+    BY_LANG = "byLang"
+    BY_RATING = "byRating"
+    ALL = "all"
+
+    @property
+    def partition_attr(self) -> str:
+        return _PARTITION_ATTRS[self]
+
+
+_PARTITION_ATTRS = {
+    Index.BY_LANG_AND_RATING: "GSIPK",
+    Index.BY_LANG: "GSI2PK",
+    Index.BY_RATING: "GSI3PK",
+    Index.ALL: "GSI4PK",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TableRef:
+    """Where the comments live: the client and the table name travel together."""
+
+    client: DynamoClient
+    name: str
+
+
+def table_definition(name: str) -> dict[str, Any]:
+    """The CreateTable request for the model in DESIGN.md (on-demand billing)."""
+    attrs = ["PK", "SK", SORT_KEY, *_PARTITION_ATTRS.values()]
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in attrs],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": index.value,
+                "KeySchema": [
+                    {"AttributeName": index.partition_attr, "KeyType": "HASH"},
+                    {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index in Index
+        ],
+    }
+
+
+async def create_table(client: DynamoClient, name: str, *, wait_seconds: float = 60) -> bool:
+    """Create the table if it does not exist and wait until it is ACTIVE.
+
+    Returns True when this call created it. An existing table with other indexes is an
+    error rather than something to paper over.
+    """
+    created = False
+    try:
+        await client.create_table(**table_definition(name))
+        created = True
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
+            raise StorageUnavailable("could not create the table") from exc
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    while True:
+        described = (await client.describe_table(TableName=name))["Table"]
+        indexes = {g["IndexName"]: g for g in described.get("GlobalSecondaryIndexes", [])}
+        missing = {i.value for i in Index} - indexes.keys()
+        if missing:
+            raise StorageUnavailable(
+                f"table {name!r} exists without the indexes {sorted(missing)}"
+            )
+        statuses = [described["TableStatus"], *(g["IndexStatus"] for g in indexes.values())]
+        if all(s == "ACTIVE" for s in statuses):
+            return created
+        if loop.time() > deadline:
+            raise StorageUnavailable(f"table {name!r} did not become ACTIVE in time")
+        await asyncio.sleep(0.2)
