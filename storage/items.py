@@ -51,7 +51,8 @@ def item_to_comment(item: Item) -> Comment:
 
 
 def is_comment_item(item: Item) -> bool:
-    return item.get("PK", {}).get("S", "").startswith("COMMENT#")
+    pk: str = item.get("PK", {}).get("S", "")
+    return pk.startswith("COMMENT#")
 
 
 def _number(item: Item, name: str) -> int:

@@ -104,18 +104,31 @@ class LocalEngine:
         raise EngineError(f"DynamoDB Local did not start:\n{self._tail()}")
 
     def _try_start(self, java: str, jar: Path, port: int) -> bool:
-        args = [java, "-Xss1m", f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
-                "-jar", str(jar), "-port", str(port), "-sharedDb"]
+        args = [
+            java,
+            "-Xss1m",
+            f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
+            "-jar",
+            str(jar),
+            "-port",
+            str(port),
+            "-sharedDb",
+        ]
         if self.data_dir is None:
             args.append("-inMemory")
         else:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             args += ["-dbPath", str(self.data_dir)]
         self._close_log()
-        self._log = tempfile.NamedTemporaryFile(prefix="dynamodb-local-", suffix=".log")
+        # The log lives as long as the engine, so no with-block; stop() closes it.
+        self._log = tempfile.NamedTemporaryFile(prefix="dynamodb-local-", suffix=".log")  # noqa: SIM115
         self._process = subprocess.Popen(
-            args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=jar.parent, start_new_session=True,
+            args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=jar.parent,
+            start_new_session=True,
         )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:

@@ -40,9 +40,7 @@ def merge(streams: Sequence[Stream], want: int, *, descending: bool) -> MergeRes
             heapq.heappush(heap, (_Key(s.keys[0], descending), i))
     picks: list[tuple[int, int]] = []
     while len(picks) < want:
-        if any(
-            not s.exhausted and consumed[i] == len(s.keys) for i, s in enumerate(streams)
-        ):
+        if any(not s.exhausted and consumed[i] == len(s.keys) for i, s in enumerate(streams)):
             return MergeResult(tuple(picks), False, tuple(consumed))
         if not heap:
             break

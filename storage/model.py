@@ -76,8 +76,9 @@ class NewComment:
         )
         _check_text("author", self.author, AUTHOR_MAX, optional=False)
         if self.idempotency_key is not None:
-            _check_text("idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX,
-                        optional=False)
+            _check_text(
+                "idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX, optional=False
+            )
         if self.created_at is not None:
             keys.parse_timestamp(self.created_at)
 

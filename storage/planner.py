@@ -226,6 +226,4 @@ def plan_listing(
             filter_ratings=live,
             match_fraction=fraction,
         )
-    return replace(
-        base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped
-    )
+    return replace(base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped)

@@ -13,7 +13,7 @@ from storage.executor import Page, execute
 from storage.items import item_to_comment, item_to_counts, stats_key, stats_language
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
 from storage.planner import DEFAULT_TUNING, Tuning, plan_listing
-from storage.retry import ENGINE_ERRORS, Backoff
+from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff
 from storage.table import SORT_KEY, Index, TableRef
 from storage.types import Item
 
@@ -36,15 +36,16 @@ async def batch_get_counts(
     table: TableRef,
     wanted: Sequence[tuple[str, str | None]],
     *,
-    backoff: Backoff = Backoff(),
+    backoff: Backoff = DEFAULT_BACKOFF,
 ) -> list[RatingCounts]:
     """Counters for many (product, language) pairs, in the order asked, via BatchGetItem."""
     normal = [
         (keys.validate_product_id(p), None if lang is None else keys.validate_language(lang))
         for p, lang in wanted
     ]
-    found = await _batch_get(table, [stats_key(p, lang) for p, lang in dict.fromkeys(normal)],
-                             backoff)
+    found = await _batch_get(
+        table, [stats_key(p, lang) for p, lang in dict.fromkeys(normal)], backoff
+    )
     by_key = {
         (keys.product_id_from_pk(i["PK"]["S"]), stats_language(i["SK"]["S"])): i for i in found
     }
@@ -52,7 +53,7 @@ async def batch_get_counts(
 
 
 async def batch_get_comments(
-    table: TableRef, comment_ids: Sequence[str], *, backoff: Backoff = Backoff()
+    table: TableRef, comment_ids: Sequence[str], *, backoff: Backoff = DEFAULT_BACKOFF
 ) -> list[Comment | None]:
     """Comments by id in the order asked, None for ids that do not exist."""
     for cid in comment_ids:

@@ -58,6 +58,9 @@ class Backoff:
         await asyncio.sleep(self.delay(attempt))
 
 
+DEFAULT_BACKOFF = Backoff()
+
+
 async def gather_reads(calls: list[Coroutine[Any, Any, T]], *, what: str) -> list[T]:
     """Run reads concurrently; any engine failure fails all of them as StorageUnavailable."""
     if len(calls) == 1:
@@ -70,11 +73,11 @@ async def gather_reads(calls: list[Coroutine[Any, Any, T]], *, what: str) -> lis
         async with asyncio.TaskGroup() as group:
             tasks.extend(group.create_task(c) for c in calls)
     except BaseExceptionGroup as group_error:
-        first = group_error.exceptions[0]
-        for exc in group_error.exceptions:
-            if isinstance(exc, StorageError):
-                raise exc from group_error
-        if all(isinstance(e, ENGINE_ERRORS) for e in group_error.exceptions):
-            raise StorageUnavailable(f"{what} failed") from first
+        errors = group_error.exceptions
+        own = [e for e in errors if isinstance(e, StorageError)]
+        if own:
+            raise own[0] from group_error
+        if all(isinstance(e, ENGINE_ERRORS) for e in errors):
+            raise StorageUnavailable(f"{what} failed") from errors[0]
         raise
     return [t.result() for t in tasks]

@@ -40,7 +40,7 @@ from storage.items import (
     stats_key,
 )
 from storage.model import Comment, NewComment
-from storage.retry import ENGINE_ERRORS, THROTTLING_CODES, Backoff, error_code
+from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, THROTTLING_CODES, Backoff, error_code
 from storage.table import SORT_KEY, Index, TableRef
 
 LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
@@ -79,7 +79,7 @@ async def create_comment(
     table: TableRef,
     new: NewComment,
     *,
-    backoff: Backoff = Backoff(),
+    backoff: Backoff = DEFAULT_BACKOFF,
     clock: Callable[[], datetime] = utc_now,
 ) -> CreateResult:
     """Store a comment and count it exactly once, even when the request is retried."""
@@ -119,7 +119,7 @@ async def delete_comment(
     comment_id: str,
     *,
     author: str | None = None,
-    backoff: Backoff = Backoff(),
+    backoff: Backoff = DEFAULT_BACKOFF,
 ) -> Comment:
     """Delete a comment and uncount it; deleting an absent comment changes nothing.
 

@@ -1,0 +1,211 @@
+"""Recount every product's counters and leaderboard entry from the comment items.
+
+``verify`` scans the table once (strongly consistent), recounts, and reports every stats
+item whose counters, leaderboard entry or ``lastCommentedAt`` disagree with the comments.
+``repair`` rewrites those items, each under the condition that it still holds what the scan
+saw, so a write racing with the repair is never overwritten (that item is reported as
+skipped; run again).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from storage import keys
+from storage.errors import StorageUnavailable
+from storage.items import COUNT_ATTRS, LAST_ATTR, TOTAL_ATTR, is_comment_item, stats_language
+from storage.retry import ENGINE_ERRORS, error_code
+from storage.table import SORT_KEY, Index, TableRef
+from storage.types import Item
+
+LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
+StatsKey = tuple[str, str | None]  # (product id, language or None for all languages)
+
+
+@dataclass(slots=True)
+class _Tally:
+    counts: list[int] = field(default_factory=lambda: [0] * 5)
+    newest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """One stats item that disagrees with its comments."""
+
+    product_id: str
+    language: str | None
+    stored: tuple[int, ...]  # count_1..count_5, count_total
+    expected: tuple[int, ...]
+    stored_leader: str | None  # GSISK of the leaderboard entry (S items only)
+    expected_leader: str | None
+    stored_last: str | None
+    expected_last: str | None
+    raw: Item  # the stats item as scanned, for the repair's condition
+
+    def describe(self) -> str:
+        scope = self.language or "all languages"
+        parts = []
+        if self.stored != self.expected:
+            parts.append(f"counts {list(self.stored)} != {list(self.expected)}")
+        if self.stored_leader != self.expected_leader:
+            parts.append(f"leaderboard {self.stored_leader} != {self.expected_leader}")
+        if self.stored_last != self.expected_last:
+            parts.append(f"lastCommentedAt {self.stored_last} != {self.expected_last}")
+        return f"{self.product_id} ({scope}): " + "; ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    comments: int
+    stats_items: int
+    drifts: tuple[Drift, ...]
+    repaired: int = 0
+    skipped: int = 0
+
+    @property
+    def exact(self) -> bool:
+        return not self.drifts
+
+
+ProgressFn = Callable[[int], None]
+
+
+async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Report:
+    """Recount everything and report each stats item that is not exact."""
+    tallies: dict[StatsKey, _Tally] = defaultdict(_Tally)
+    stats: dict[StatsKey, Item] = {}
+    comments = 0
+    scanned = 0
+    start: dict[str, Any] | None = None
+    while True:
+        params: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
+        if start is not None:
+            params["ExclusiveStartKey"] = start
+        try:
+            response = await table.client.scan(**params)
+        except ENGINE_ERRORS as exc:
+            raise StorageUnavailable("scanning the table failed") from exc
+        for item in response.get("Items", []):
+            if is_comment_item(item):
+                comments += 1
+                pid, lang = item["productId"]["S"], item["language"]["S"]
+                rating, created = int(item["rating"]["N"]), item["createdAt"]["S"]
+                for scope in ((pid, None), (pid, lang)):
+                    tally = tallies[scope]
+                    tally.counts[rating - 1] += 1
+                    if tally.newest is None or created > tally.newest:
+                        tally.newest = created
+            elif item["SK"]["S"].startswith(keys.STATS_ALL):
+                pid = keys.product_id_from_pk(item["PK"]["S"])
+                stats[(pid, stats_language(item["SK"]["S"]))] = item
+        scanned += response.get("ScannedCount", 0)
+        if progress is not None:
+            progress(scanned)
+        start = response.get("LastEvaluatedKey")
+        if start is None:
+            break
+    drifts = []
+    for scope in sorted(tallies.keys() | stats.keys(), key=lambda k: (k[0], k[1] or "")):
+        drift = _compare(scope, tallies.get(scope, _Tally()), stats.get(scope, {}))
+        if drift is not None:
+            drifts.append(drift)
+    return Report(comments, len(stats), tuple(drifts))
+
+
+def _compare(scope: StatsKey, tally: _Tally, item: Item) -> Drift | None:
+    stored_counts = [int(item[a]["N"]) if a in item else 0 for a in COUNT_ATTRS]
+    stored_total = int(item[TOTAL_ATTR]["N"]) if TOTAL_ATTR in item else 0
+    stored = (*stored_counts, stored_total)
+    expected = (*tally.counts, sum(tally.counts))
+    stored_leader = expected_leader = None
+    if scope[1] is None:
+        if item.get(LEADER_ATTR, {}).get("S") == keys.LEADERS:
+            stored_leader = item.get(SORT_KEY, {}).get("S")
+        five = tally.counts[4]
+        expected_leader = keys.leader_sort_key(five) if five > 0 else None
+    stored_last = item.get(LAST_ATTR, {}).get("S")
+    # lastCommentedAt only grows (a delete keeps it): it must be at least the newest comment.
+    expected_last = stored_last
+    if tally.newest is not None and (stored_last is None or stored_last < tally.newest):
+        expected_last = tally.newest
+    if (stored, stored_leader, stored_last) == (expected, expected_leader, expected_last):
+        return None
+    return Drift(
+        scope[0],
+        scope[1],
+        stored,
+        expected,
+        stored_leader,
+        expected_leader,
+        stored_last,
+        expected_last,
+        item,
+    )
+
+
+async def repair(table: TableRef, report: Report) -> Report:
+    """Rewrite every drifting stats item, unless it changed since the scan."""
+    repaired = skipped = 0
+    for drift in report.drifts:
+        try:
+            await table.client.update_item(**_repair_request(table, drift))
+            repaired += 1
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise StorageUnavailable("repairing counters failed") from exc
+            skipped += 1
+        except ENGINE_ERRORS as exc:
+            raise StorageUnavailable("repairing counters failed") from exc
+    return Report(report.comments, report.stats_items, report.drifts, repaired, skipped)
+
+
+def _repair_request(table: TableRef, drift: Drift) -> dict[str, Any]:
+    names: dict[str, str] = {"#pid": "productId"}
+    values: dict[str, Any] = {":pid": {"S": drift.product_id}}
+    sets = ["#pid = :pid"]
+    removes: list[str] = []
+    conditions: list[str] = []
+    for n, (attr, value) in enumerate(zip((*COUNT_ATTRS, TOTAL_ATTR), drift.expected, strict=True)):
+        names[f"#a{n}"] = attr
+        values[f":v{n}"] = {"N": str(value)}
+        sets.append(f"#a{n} = :v{n}")
+        if attr in drift.raw:
+            values[f":o{n}"] = drift.raw[attr]
+            conditions.append(f"#a{n} = :o{n}")
+        else:
+            conditions.append(f"attribute_not_exists(#a{n})")
+    if drift.language is not None:
+        names["#lang"] = "language"
+        values[":lang"] = {"S": drift.language}
+        sets.append("#lang = :lang")
+    else:
+        names["#lk"], names["#lsk"] = LEADER_ATTR, SORT_KEY
+        if drift.expected_leader is None:
+            removes += ["#lk", "#lsk"]
+        else:
+            values[":leaders"] = {"S": keys.LEADERS}
+            values[":pad"] = {"S": drift.expected_leader}
+            sets += ["#lk = :leaders", "#lsk = :pad"]
+    if drift.expected_last is not None:
+        names["#last"] = LAST_ATTR
+        values[":last"] = {"S": drift.expected_last}
+        sets.append("#last = :last")
+    expression = "SET " + ", ".join(sets)
+    if removes:
+        expression += " REMOVE " + ", ".join(removes)
+    return {
+        "TableName": table.name,
+        "Key": {
+            "PK": {"S": keys.product_pk(drift.product_id)},
+            "SK": {"S": keys.stats_sk(drift.language)},
+        },
+        "UpdateExpression": expression,
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }

@@ -1,0 +1,58 @@
+"""Fixtures: one DynamoDB Local per test session, one client, one table.
+
+Tests isolate themselves by using fresh product ids rather than fresh tables, so the engine
+and the table are created once.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from storage.client import ClientSettings, open_client
+from storage.local_engine import LocalEngine
+from storage.table import TableRef, create_table
+from storage.types import DynamoClient
+
+settings.register_profile(
+    "ci",
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "dev",
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[LocalEngine]:
+    with LocalEngine() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+async def client(engine: LocalEngine) -> AsyncIterator[DynamoClient]:
+    async with open_client(ClientSettings(endpoint_url=engine.endpoint_url)) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="session")
+async def table(client: DynamoClient) -> TableRef:
+    name = "comments_test"
+    await create_table(client, name)
+    return TableRef(client, name)
+
+
+@pytest.fixture
+def product_id() -> str:
+    """A product id no other test uses."""
+    return f"p-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from storage import keys
+from storage.cursor import decode_cursor, encode_cursor
+from storage.errors import InvalidCursor
+
+timestamps = st.datetimes(
+    min_value=datetime(1970, 1, 1), max_value=datetime(9999, 1, 1), timezones=st.just(UTC)
+).map(keys.format_timestamp)
+comment_ids = st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True)
+sort_keys = st.builds(keys.sort_key, timestamps, comment_ids)
+
+
+@given(sort_keys)
+def test_round_trip(sort_key: str) -> None:
+    cursor = encode_cursor(sort_key)
+    assert decode_cursor(cursor) == sort_key
+    # Opaque and URL-safe: no padding, no characters that need escaping.
+    assert "=" not in cursor
+    assert all(c.isalnum() or c in "-_" for c in cursor)
+
+
+@given(sort_keys, st.data())
+def test_tampering_is_detected_or_lands_on_a_valid_position(sort_key: str, data: st.DataObject) -> None:
+    cursor = encode_cursor(sort_key)
+    position = data.draw(st.integers(0, len(cursor) - 1))
+    replacement = data.draw(st.sampled_from("ABCabc019-_=+/ ~é"))
+    tampered = cursor[:position] + replacement + cursor[position + 1 :]
+    try:
+        decoded = decode_cursor(tampered)
+    except InvalidCursor:
+        return
+    # A tampered cursor that still decodes must be a well-formed position, never anything else.
+    assert keys.validate_sort_key(decoded) == decoded
+    assert encode_cursor(decoded) == tampered
+
+
+@given(st.text(max_size=300))
+def test_random_text_never_crashes(text: str) -> None:
+    try:
+        decoded = decode_cursor(text)
+    except InvalidCursor:
+        return
+    assert keys.validate_sort_key(decoded) == decoded
+
+
+def _raw(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "!!!",
+        _raw("c2:2026-01-01T00:00:00.000Z#abc"),  # foreign version
+        _raw("2026-01-01T00:00:00.000Z#abc"),  # no version
+        _raw("c1:42"),  # an offset is not a position
+        _raw("c1:2026-01-01T00:00:00.000Z#a/b"),
+        _raw("c1:2026-01-01T00:00:00.000Z#abc") + "=",  # padding is not ours
+        _raw("c1:2026-01-01T00:00:00.000Z#abc")[:-3],  # truncated
+        "A" * 1000,
+        None,
+        12,
+    ],
+)
+def test_bad_cursors_rejected(bad: object) -> None:
+    with pytest.raises(InvalidCursor):
+        decode_cursor(bad)

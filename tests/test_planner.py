@@ -1,0 +1,182 @@
+"""The planner as a table: (filter, stats, page) -> strategy, index, partitions, limits, skips."""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError
+
+import pytest
+
+from storage.model import Direction, ListingFilter, PageRequest, RatingCounts
+from storage.planner import Plan, Strategy, Tuning, plan_listing
+from storage.table import Index
+
+POS = "2025-06-01T12:00:00.000Z#abc"
+# J-shaped: ratings 1..5
+SKEWED = (120, 50, 80, 200, 550)
+
+
+def counts(by_rating: tuple[int, int, int, int, int], language: str | None = None) -> RatingCounts:
+    return RatingCounts("42", language, by_rating)
+
+
+def plan(
+    ratings: set[int] | None = None,
+    language: str | None = None,
+    by_rating: tuple[int, int, int, int, int] = SKEWED,
+    size: int = 20,
+    position: str | None = None,
+    direction: Direction = Direction.FORWARD,
+) -> Plan:
+    listing = ListingFilter("42", language, frozenset(ratings) if ratings else None)
+    return plan_listing(listing, PageRequest(size, direction, position), counts(by_rating, language))
+
+
+@pytest.mark.parametrize(
+    ("ratings", "language", "strategy", "index", "partitions"),
+    [
+        (None, None, Strategy.ALL, Index.ALL, ["PRODUCT#42"]),
+        ({1, 2, 3, 4, 5}, None, Strategy.ALL, Index.ALL, ["PRODUCT#42"]),
+        (None, "en", Strategy.BY_LANG, Index.BY_LANG, ["PRODUCT#42/en"]),
+        ({1, 2, 3, 4, 5}, "en", Strategy.BY_LANG, Index.BY_LANG, ["PRODUCT#42/en"]),
+        ({2}, None, Strategy.BY_RATING, Index.BY_RATING, ["PRODUCT#42/2"]),
+        ({2}, "en", Strategy.BY_LANG_AND_RATING, Index.BY_LANG_AND_RATING, ["PRODUCT#42/en/2"]),
+        ({1, 2}, None, Strategy.FAN_OUT, Index.BY_RATING, ["PRODUCT#42/2", "PRODUCT#42/1"]),
+        (
+            {5, 3, 1},
+            "en",
+            Strategy.FAN_OUT,
+            Index.BY_LANG_AND_RATING,
+            ["PRODUCT#42/en/5", "PRODUCT#42/en/3", "PRODUCT#42/en/1"],
+        ),
+    ],
+)
+def test_strategy_and_partitions(
+    ratings: set[int] | None,
+    language: str | None,
+    strategy: Strategy,
+    index: Index,
+    partitions: list[str],
+) -> None:
+    p = plan(ratings, language)
+    assert p.strategy is strategy
+    assert p.index is index
+    assert [q.partition_key for q in p.queries] == partitions
+    assert all(q.index is index for q in p.queries)
+
+
+@pytest.mark.parametrize(
+    ("ratings", "by_rating", "strategy", "partitions", "skipped"),
+    [
+        # Zero-count ratings are skipped; one left is a single query.
+        ({1, 3}, (0, 5, 7, 9, 11), Strategy.BY_RATING, ["PRODUCT#42/3"], (1,)),
+        ({1, 2, 3}, (0, 0, 7, 9, 11), Strategy.BY_RATING, ["PRODUCT#42/3"], (2, 1)),
+        # None left: an empty page and no query at all.
+        ({1, 2}, (0, 0, 7, 9, 11), Strategy.EMPTY, [], (2, 1)),
+        (None, (0, 0, 0, 0, 0), Strategy.EMPTY, [], ()),
+        # Two left of three asked: a fan-out over those two.
+        ({1, 2, 4}, (3, 0, 7, 9, 11), Strategy.FAN_OUT, ["PRODUCT#42/4", "PRODUCT#42/1"], (2,)),
+    ],
+)
+def test_zero_count_ratings_skipped(
+    ratings: set[int],
+    by_rating: tuple[int, int, int, int, int],
+    strategy: Strategy,
+    partitions: list[str],
+    skipped: tuple[int, ...],
+) -> None:
+    p = plan(ratings, by_rating=by_rating)
+    assert p.strategy is strategy
+    assert [q.partition_key for q in p.queries] == partitions
+    assert p.skipped_ratings == skipped
+
+
+def test_page_size_zero_reads_nothing() -> None:
+    p = plan(size=0)
+    assert p.strategy is Strategy.EMPTY
+    assert p.queries == ()
+
+
+def test_first_page_learns_has_more_from_stats_and_reads_only_the_page() -> None:
+    p = plan(size=20)
+    assert p.has_more_from_stats is True
+    assert p.want == 20
+    assert p.queries[0].limit == 20
+    small = plan(by_rating=(1, 2, 3, 0, 0), size=20)
+    assert small.has_more_from_stats is False
+    # Never ask for more than the partition holds.
+    assert small.queries[0].limit == 6
+
+
+def test_later_pages_read_one_extra_to_learn_whether_more_exists() -> None:
+    p = plan(size=20, position=POS)
+    assert p.has_more_from_stats is None
+    assert p.want == 21
+    assert p.queries[0].limit == 21
+    assert p.sort_key_condition == f"GSISK < {POS}"
+
+
+def test_backward_pages_read_ascending_after_the_position() -> None:
+    p = plan(size=10, position=POS, direction=Direction.BACKWARD)
+    assert p.scan_forward is True
+    assert p.sort_key_condition == f"GSISK > {POS}"
+    assert not plan(size=10).scan_forward
+
+
+def test_fan_out_limits_are_proportioned_and_capped_by_counts() -> None:
+    p = plan({1, 2, 4}, size=20)
+    limits = {q.rating: q.limit for q in p.queries}
+    # The blog's fan-out would read 3 x 20 = 60 items; ours reads about one page.
+    assert sum(limits.values()) <= 20 * 1.35
+    assert sum(limits.values()) >= 20
+    assert limits[4] > limits[1] > limits[2]
+    capped = plan({1, 2}, by_rating=(2, 300, 0, 0, 500), size=20)
+    assert capped.strategy is Strategy.FAN_OUT
+    assert {q.rating: q.limit for q in capped.queries}[1] <= 2
+
+
+def test_fan_out_limits_never_exceed_known_counts() -> None:
+    p = plan({1, 2, 3}, by_rating=(1, 1, 1, 0, 0), size=50)
+    assert [q.limit for q in p.queries] == [1, 1, 1]
+
+
+def test_filtered_scan_chosen_when_nearly_everything_matches() -> None:
+    # Ratings 2-5 are 99.5 % of the product: one filtered query scans fewer items.
+    p = plan({2, 3, 4, 5}, by_rating=(5, 250, 250, 250, 250))
+    assert p.strategy is Strategy.FILTERED_SCAN_OF_INDEX
+    assert p.index is Index.ALL
+    assert p.filter_ratings == (5, 4, 3, 2)
+    assert p.queries[0].limit <= 22
+    by_lang = plan({2, 3, 4, 5}, language="de", by_rating=(5, 250, 250, 250, 250))
+    assert by_lang.index is Index.BY_LANG
+    assert by_lang.queries[0].partition_key == "PRODUCT#42/de"
+
+
+def test_fan_out_chosen_when_a_filter_would_discard_much() -> None:
+    assert plan({1, 2}, by_rating=SKEWED).strategy is Strategy.FAN_OUT
+
+
+def test_tuning_can_forbid_filtered_scans() -> None:
+    listing = ListingFilter("42", None, frozenset({2, 3, 4, 5}))
+    p = plan_listing(
+        listing, PageRequest(20), counts((5, 250, 250, 250, 250)), Tuning(filtered_advantage=100)
+    )
+    assert p.strategy is Strategy.FAN_OUT
+
+
+def test_stats_must_match_the_listing() -> None:
+    with pytest.raises(ValueError, match="stats"):
+        plan_listing(ListingFilter("42", "en"), PageRequest(), counts(SKEWED, None))
+
+
+def test_plan_is_frozen_and_explains_itself() -> None:
+    p = plan({1, 2}, language="en", by_rating=(3, 4, 0, 0, 0), position=POS)
+    with pytest.raises(FrozenInstanceError):
+        p.want = 3  # type: ignore[misc]
+    text = p.explain()
+    assert "FAN_OUT" in text
+    assert "index byLangAndRating" in text
+    assert f"where GSISK < {POS}" in text
+    assert "GSIPK = PRODUCT#42/en/2 limit" in text
+    assert str(p) == text
+    empty = plan({1, 2}, by_rating=(0, 0, 1, 1, 1)).explain()
+    assert "skipped ratings [2, 1]" in empty
