@@ -42,9 +42,12 @@ from storage.items import (
 from storage.model import Comment, NewComment
 from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, THROTTLING_CODES, Backoff, error_code
 from storage.table import SORT_KEY, Index, TableRef
+from storage.types import Item
 
 LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 FIVE = COUNT_ATTRS[4]
+# Losing an optimistic race means someone else committed; allow more of those than conflicts.
+STALE_RETRY_FACTOR = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,25 +96,13 @@ async def create_comment(
         author=new.author,
         created_at=new.created_at or keys.format_timestamp(clock()),
     )
-    know = _Knowledge()
-    refresh_s = comment.rating == 5
-    refresh_lang = False
-    for attempt in range(1, backoff.attempts + 1):
-        if refresh_s or refresh_lang:
-            await _learn(table, comment, know, s=refresh_s, lang=refresh_lang)
-        reasons = await _transact(table, _create_items(table, comment, know))
-        if reasons is None:
+    while True:
+        if await _commit(table, comment, _create_items, backoff):
             return CreateResult(comment, True)
-        if reasons[0] == "ConditionalCheckFailed":
-            existing = await get_comment(table, comment.comment_id)
-            if existing is not None:
-                return CreateResult(existing, False)
-            # Deleted between our attempt and the read: the id is free again.
-            continue
-        refresh_s = reasons[1] == "ConditionalCheckFailed"
-        refresh_lang = reasons[2] == "ConditionalCheckFailed"
-        await backoff.sleep(attempt)
-    raise WriteConflict("the comment could not be stored because of concurrent writes")
+        existing = await get_comment(table, comment.comment_id)
+        if existing is not None:
+            return CreateResult(existing, False)
+        # Deleted between our attempt and the read: the id is free again, try once more.
 
 
 async def delete_comment(
@@ -131,19 +122,51 @@ async def delete_comment(
         raise CommentNotFound(f"comment {comment_id} does not exist")
     if author is not None and comment.author != author:
         raise NotAuthor("the comment belongs to another author")
+    if not await _commit(table, comment, _delete_items, backoff):
+        raise CommentNotFound(f"comment {comment_id} does not exist")
+    return comment
+
+
+async def _commit(
+    table: TableRef,
+    comment: Comment,
+    build: Callable[[TableRef, Comment, _Knowledge], list[dict[str, Any]]],
+    backoff: Backoff,
+) -> bool:
+    """Run the write's transaction until it commits (True) or its first item's condition,
+    on the comment itself, fails (False).
+
+    A cancellation by our own stats conditions means another write committed first; the
+    cancellation carries the stats item as it now is (ALL_OLD), so we retry at once with
+    fresh values, under a larger budget since the system as a whole progressed.
+    Conflicts and throttling back off exponentially under ``backoff.attempts``.
+    """
     know = _Knowledge()
-    refresh_s = comment.rating == 5
-    for attempt in range(1, backoff.attempts + 1):
-        if refresh_s:
-            await _learn(table, comment, know, s=True, lang=False)
-        reasons = await _transact(table, _delete_items(table, comment, know))
+    if comment.rating == 5:
+        await _learn(table, comment, know)
+    stale = conflicts = 0
+    while True:
+        reasons = await _transact(table, build(table, comment, know))
         if reasons is None:
-            return comment
-        if reasons[0] == "ConditionalCheckFailed":
-            raise CommentNotFound(f"comment {comment_id} does not exist")
-        refresh_s = reasons[1] == "ConditionalCheckFailed"
-        await backoff.sleep(attempt)
-    raise WriteConflict("the comment could not be deleted because of concurrent writes")
+            return True
+        if reasons[0][0] == "ConditionalCheckFailed":
+            return False
+        lost_race = False
+        for (code, item), language in zip(reasons[1:], (None, comment.language), strict=True):
+            if code == "ConditionalCheckFailed":
+                lost_race = True
+                _absorb_stats(know, comment, language, item or {})
+        if lost_race:
+            stale += 1
+            if stale >= STALE_RETRY_FACTOR * backoff.attempts:
+                raise WriteConflict("the write kept losing to concurrent writes; retry later")
+            if stale > 2:
+                await backoff.sleep(min(stale - 2, 3))
+        else:
+            conflicts += 1
+            if conflicts >= backoff.attempts:
+                raise WriteConflict("storage kept rejecting the write; retry later")
+            await backoff.sleep(conflicts)
 
 
 async def get_comment(table: TableRef, comment_id: str) -> Comment | None:
@@ -161,32 +184,30 @@ async def get_comment(table: TableRef, comment_id: str) -> Comment | None:
     return None if not item else item_to_comment(item)
 
 
-async def _learn(
-    table: TableRef, comment: Comment, know: _Knowledge, *, s: bool, lang: bool
-) -> None:
-    """Read what the conditions of our last attempt were about."""
-    wanted = [(None, s), (comment.language, lang)]
-    for language, needed in wanted:
-        if not needed:
-            continue
-        try:
-            response = await table.client.get_item(
-                TableName=table.name,
-                Key=stats_key(comment.product_id, language),
-                ConsistentRead=True,
-                ProjectionExpression="#five, #last",
-                ExpressionAttributeNames={"#five": FIVE, "#last": LAST_ATTR},
-            )
-        except ENGINE_ERRORS as exc:
-            raise StorageUnavailable("reading counters failed") from exc
-        item = response.get("Item") or {}
-        last = item.get(LAST_ATTR, {}).get("S")
-        newer = last is not None and last > comment.created_at
-        if language is None:
-            know.five = int(item[FIVE]["N"]) if FIVE in item else 0
-            know.s_newer = newer
-        else:
-            know.lang_newer = newer
+async def _learn(table: TableRef, comment: Comment, know: _Knowledge) -> None:
+    """Read count_5 (and lastCommentedAt) of the S item before a 5-star write."""
+    try:
+        response = await table.client.get_item(
+            TableName=table.name,
+            Key=stats_key(comment.product_id, None),
+            ConsistentRead=True,
+            ProjectionExpression="#five, #last",
+            ExpressionAttributeNames={"#five": FIVE, "#last": LAST_ATTR},
+        )
+    except ENGINE_ERRORS as exc:
+        raise StorageUnavailable("reading counters failed") from exc
+    _absorb_stats(know, comment, None, response.get("Item") or {})
+
+
+def _absorb_stats(know: _Knowledge, comment: Comment, language: str | None, item: Item) -> None:
+    """Update what we know from a stats item as read or as returned by a cancellation."""
+    last = item.get(LAST_ATTR, {}).get("S")
+    newer = last is not None and last > comment.created_at
+    if language is None:
+        know.five = int(item[FIVE]["N"]) if FIVE in item else 0
+        know.s_newer = newer
+    else:
+        know.lang_newer = newer
 
 
 def _counter_update(
@@ -237,6 +258,8 @@ def _counter_update(
         "UpdateExpression": expression,
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
+        # A lost race returns the item as it is now, so the retry needs no extra read.
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
     if conditions:
         update["ConditionExpression"] = " AND ".join(conditions)
@@ -274,22 +297,25 @@ def _delete_items(table: TableRef, comment: Comment, know: _Knowledge) -> list[d
     ]
 
 
-async def _transact(table: TableRef, items: list[dict[str, Any]]) -> list[str] | None:
-    """Run a transaction; None when it committed, else the per-item cancellation codes."""
+Reason = tuple[str, Item | None]  # cancellation code and the item returned with it
+
+
+async def _transact(table: TableRef, items: list[dict[str, Any]]) -> list[Reason] | None:
+    """Run a transaction; None when it committed, else each item's cancellation reason."""
     try:
         await table.client.transact_write_items(TransactItems=items)
     except ClientError as exc:
         code = error_code(exc)
         if code == "TransactionCanceledException":
-            reasons = exc.response.get("CancellationReasons") or []
-            codes = [str(r.get("Code") or "None") for r in reasons]
-            codes += ["None"] * (len(items) - len(codes))
-            unexpected = set(codes) - {"None", "ConditionalCheckFailed", "TransactionConflict"}
-            if unexpected - THROTTLING_CODES:
+            raw = exc.response.get("CancellationReasons") or []
+            reasons: list[Reason] = [(str(r.get("Code") or "None"), r.get("Item")) for r in raw]
+            reasons += [("None", None)] * (len(items) - len(reasons))
+            codes = {c for c, _ in reasons}
+            if codes - {"None", "ConditionalCheckFailed", "TransactionConflict"} - THROTTLING_CODES:
                 raise StorageUnavailable("the write was rejected by storage") from exc
-            return codes
+            return reasons
         if code in THROTTLING_CODES or code == "TransactionInProgressException":
-            return ["None"] * len(items)
+            return [("None", None)] * len(items)
         raise StorageUnavailable("the write failed") from exc
     except ENGINE_ERRORS as exc:
         raise StorageUnavailable("the write failed") from exc

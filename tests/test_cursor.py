@@ -28,7 +28,9 @@ def test_round_trip(sort_key: str) -> None:
 
 
 @given(sort_keys, st.data())
-def test_tampering_is_detected_or_lands_on_a_valid_position(sort_key: str, data: st.DataObject) -> None:
+def test_tampering_is_detected_or_lands_on_a_valid_position(
+    sort_key: str, data: st.DataObject
+) -> None:
     cursor = encode_cursor(sort_key)
     position = data.draw(st.integers(0, len(cursor) - 1))
     replacement = data.draw(st.sampled_from("ABCabc019-_=+/ ~é"))

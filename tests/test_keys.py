@@ -28,7 +28,9 @@ def test_product_ids_with_delimiters_or_odd_characters_rejected(bad: object) -> 
         keys.validate_product_id(bad)
 
 
-@pytest.mark.parametrize(("given", "normal"), [("en", "en"), ("pt-BR", "pt-br"), ("ZH-hant", "zh-hant")])
+@pytest.mark.parametrize(
+    ("given", "normal"), [("en", "en"), ("pt-BR", "pt-br"), ("ZH-hant", "zh-hant")]
+)
 def test_languages_normalised_to_lower_case(given: str, normal: str) -> None:
     assert keys.validate_language(given) == normal
 
@@ -91,7 +93,7 @@ def test_timestamps_are_fixed_width_utc_millis() -> None:
     assert text == "2026-11-21T19:00:00.123Z"
     assert keys.parse_timestamp(text) == moment.replace(microsecond=123000)
     with pytest.raises(ValueError, match="timezone"):
-        keys.format_timestamp(datetime(2026, 1, 1))  # noqa: DTZ001
+        keys.format_timestamp(datetime(2026, 1, 1))
 
 
 def test_timestamp_string_order_is_time_order() -> None:

@@ -28,7 +28,9 @@ def plan(
     direction: Direction = Direction.FORWARD,
 ) -> Plan:
     listing = ListingFilter("42", language, frozenset(ratings) if ratings else None)
-    return plan_listing(listing, PageRequest(size, direction, position), counts(by_rating, language))
+    return plan_listing(
+        listing, PageRequest(size, direction, position), counts(by_rating, language)
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,134 @@
+"""Shared test helpers: writing comments quickly, walking listings, an oracle, fault injection."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from storage.cursor import decode_cursor, encode_cursor
+from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
+from storage.reads import list_comments
+from storage.retry import Backoff
+from storage.table import TableRef
+from storage.types import DynamoClient, Response
+from storage.writes import create_comment
+
+FAST = Backoff(attempts=8, base=0.002, cap=0.05)
+
+
+def stamp(n: int) -> str:
+    """The n-th of a small set of timestamps, so that ties are common."""
+    return f"2024-03-{1 + n // 24:02d}T{n % 24:02d}:00:00.000Z"
+
+
+async def create_many(
+    table: TableRef, items: Iterable[NewComment], limit: int = 16
+) -> list[Comment]:
+    gate = asyncio.Semaphore(limit)
+
+    async def one(new: NewComment) -> Comment:
+        async with gate:
+            return (await create_comment(table, new, backoff=FAST)).comment
+
+    return list(await asyncio.gather(*(one(n) for n in items)))
+
+
+def oracle(comments: Iterable[Comment], listing: ListingFilter) -> list[Comment]:
+    """Brute force: filter, then sort newest first (ties by comment id, descending)."""
+    chosen = [
+        c
+        for c in comments
+        if c.product_id == listing.product_id
+        and (listing.language is None or c.language == listing.language)
+        and (listing.ratings is None or c.rating in listing.ratings)
+    ]
+    return sorted(chosen, key=lambda c: c.sort_key, reverse=True)
+
+
+async def walk(
+    table: TableRef, listing: ListingFilter, size: int, direction: Direction
+) -> tuple[list[Comment], list[int]]:
+    """Every page in one direction, through encoded cursors; returns comments in listing order
+    and the page lengths. Asserts has_more agrees with whether another page follows."""
+    out: list[list[Comment]] = []
+    position: str | None = None
+    while True:
+        page = await list_comments(table, listing, PageRequest(size, direction, position))
+        out.append(list(page.comments))
+        if not page.has_more:
+            break
+        assert page.comments, "has_more with an empty page"
+        edge = page.comments[-1] if direction is Direction.FORWARD else page.comments[0]
+        position = decode_cursor(encode_cursor(edge.sort_key))
+        assert len(out) < 10_000
+    if direction is Direction.BACKWARD:
+        out.reverse()
+    return [c for p in out for c in p], [len(p) for p in out]
+
+
+Fault = Callable[[str, dict[str, Any]], Exception | None]
+
+
+class FaultyClient:
+    """A DynamoClient that lets a rule replace some calls with an error, and counts calls."""
+
+    def __init__(self, inner: DynamoClient, rule: Fault) -> None:
+        self.inner = inner
+        self.rule = rule
+        self.calls: list[str] = []
+
+    async def _call(self, name: str, kwargs: dict[str, Any]) -> Response:
+        self.calls.append(name)
+        error = self.rule(name, kwargs)
+        if error is not None:
+            raise error
+        result: Response = await getattr(self.inner, name)(**kwargs)
+        return result
+
+    async def query(self, **kwargs: Any) -> Response:
+        return await self._call("query", kwargs)
+
+    async def get_item(self, **kwargs: Any) -> Response:
+        return await self._call("get_item", kwargs)
+
+    async def batch_get_item(self, **kwargs: Any) -> Response:
+        return await self._call("batch_get_item", kwargs)
+
+    async def batch_write_item(self, **kwargs: Any) -> Response:
+        return await self._call("batch_write_item", kwargs)
+
+    async def transact_write_items(self, **kwargs: Any) -> Response:
+        return await self._call("transact_write_items", kwargs)
+
+    async def update_item(self, **kwargs: Any) -> Response:
+        return await self._call("update_item", kwargs)
+
+    async def put_item(self, **kwargs: Any) -> Response:
+        return await self._call("put_item", kwargs)
+
+    async def scan(self, **kwargs: Any) -> Response:
+        return await self._call("scan", kwargs)
+
+    async def create_table(self, **kwargs: Any) -> Response:
+        return await self._call("create_table", kwargs)
+
+    async def describe_table(self, **kwargs: Any) -> Response:
+        return await self._call("describe_table", kwargs)
+
+    async def delete_table(self, **kwargs: Any) -> Response:
+        return await self._call("delete_table", kwargs)
+
+
+def client_error(code: str, operation: str, **extra: Any) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": "injected"}, **extra}, operation)
+
+
+def cancelled(*codes: str) -> ClientError:
+    return client_error(
+        "TransactionCanceledException",
+        "TransactWriteItems",
+        CancellationReasons=[{"Code": c} for c in codes],
+    )

@@ -1,0 +1,237 @@
+"""Every access pattern of DESIGN.md (AP1-AP11) against DynamoDB Local."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from storage import keys
+from storage.errors import CommentNotFound, InvalidProductId, NotAuthor
+from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest, RatingCounts
+from storage.planner import Strategy
+from storage.reads import (
+    batch_get_comments,
+    batch_get_counts,
+    get_counts,
+    leaderboard,
+    list_comments,
+)
+from storage.table import TableRef, create_table
+from storage.writes import create_comment, delete_comment, get_comment
+from tests.helpers import create_many, oracle, stamp, walk
+
+LANGS = ["en", "de", "fr"]
+
+
+@pytest.fixture
+async def product(table: TableRef, product_id: str) -> list[Comment]:
+    specs = [
+        NewComment(
+            product_id,
+            LANGS[n % 3],
+            [5, 4, 5, 1, 2, 5, 4][n % 7],
+            f"body {n}",
+            "ann",
+            title=f"t{n}",
+            created_at=stamp(n % 9),
+        )
+        for n in range(40)
+    ]
+    return await create_many(table, specs)
+
+
+async def test_table_creation_is_idempotent(client: object, table: TableRef) -> None:
+    assert await create_table(table.client, table.name) is False
+
+
+async def test_ap1_all_comments_newest_first(
+    table: TableRef, product: list, product_id: str
+) -> None:  # type: ignore[type-arg]
+    page = await list_comments(table, ListingFilter(product_id), PageRequest(10))
+    assert page.plan.strategy is Strategy.ALL
+    assert list(page.comments) == oracle(product, ListingFilter(product_id))[:10]
+    assert page.has_more
+    assert page.items_read == 10
+    assert len(page.executed) == 1
+
+
+async def test_ap2_one_language(table: TableRef, product: list, product_id: str) -> None:  # type: ignore[type-arg]
+    listing = ListingFilter(product_id, "de")
+    page = await list_comments(table, listing, PageRequest(50))
+    assert page.plan.strategy is Strategy.BY_LANG
+    assert list(page.comments) == oracle(product, listing)
+    assert not page.has_more
+
+
+@pytest.mark.parametrize(
+    ("language", "ratings", "strategy"),
+    [
+        (None, {2}, Strategy.BY_RATING),
+        ("en", {5}, Strategy.BY_LANG_AND_RATING),
+        (None, {1, 2}, Strategy.FAN_OUT),
+        ("fr", {1, 2}, Strategy.FAN_OUT),
+        ("de", {1, 4, 5}, None),  # fan-out or filtered scan: the result must be the same
+        (None, {3, 4}, Strategy.BY_RATING),  # 3 has no comments: skipped
+        (None, {3}, Strategy.EMPTY),
+    ],
+)
+async def test_ap3_rating_sets(
+    table: TableRef,
+    product: list[Comment],
+    product_id: str,
+    language: str | None,
+    ratings: set[int],
+    strategy: Strategy | None,
+) -> None:
+    listing = ListingFilter(product_id, language, frozenset(ratings))
+    page = await list_comments(table, listing, PageRequest(7))
+    if strategy is not None:
+        assert page.plan.strategy is strategy
+    assert list(page.comments) == oracle(product, listing)[:7]
+    if strategy is Strategy.EMPTY:
+        assert page.executed == ()
+
+
+async def test_ap4_one_comment(table: TableRef, product: list[Comment]) -> None:
+    wanted = product[3]
+    assert await get_comment(table, wanted.comment_id) == wanted
+    assert await get_comment(table, "nope") is None
+    found = await batch_get_comments(
+        table, [product[1].comment_id, "missing", product[0].comment_id]
+    )
+    assert found == [product[1], None, product[0]]
+
+
+async def test_ap5_delete(table: TableRef, product_id: str) -> None:
+    made = (await create_comment(table, NewComment(product_id, "en", 5, "hi", "ann"))).comment
+    with pytest.raises(NotAuthor):
+        await delete_comment(table, made.comment_id, author="bob")
+    assert await delete_comment(table, made.comment_id, author="ann") == made
+    assert await get_comment(table, made.comment_id) is None
+    before = await get_counts(table, product_id, None)
+    with pytest.raises(CommentNotFound):
+        await delete_comment(table, made.comment_id)
+    assert await get_counts(table, product_id, None) == before
+    assert before.total == 0
+
+
+@pytest.mark.parametrize("size", [1, 4, 7, 40])
+async def test_ap6_pagination_both_ways(
+    table: TableRef,
+    product: list,
+    product_id: str,
+    size: int,  # type: ignore[type-arg]
+) -> None:
+    for listing in [
+        ListingFilter(product_id),
+        ListingFilter(product_id, ratings=frozenset({1, 2, 4})),
+        ListingFilter(product_id, "en", frozenset({5, 1})),
+    ]:
+        expected = oracle(product, listing)
+        for direction in Direction:
+            got, lengths = await walk(table, listing, size, direction)
+            assert got == expected
+            # Every page is full except the last one in the direction of travel.
+            full = lengths if direction is Direction.FORWARD else lengths[::-1]
+            assert all(n == size for n in full[:-1])
+
+
+async def test_ap6_constant_cost_at_depth(table: TableRef, product: list, product_id: str) -> None:  # type: ignore[type-arg]
+    listing = ListingFilter(product_id, ratings=frozenset({5, 4}))
+    expected = oracle(product, listing)
+    first = await list_comments(table, listing, PageRequest(5))
+    deep = await list_comments(
+        table, listing, PageRequest(5, Direction.FORWARD, expected[19].sort_key)
+    )
+    assert list(deep.comments) == expected[20:25]
+    # A deep page reads about the same as the first (plus one item to learn has_more).
+    assert deep.items_read <= first.items_read + 2 * len(deep.plan.queries)
+
+
+async def test_ap7_ap9_counts_all_languages(
+    table: TableRef, product: list, product_id: str
+) -> None:  # type: ignore[type-arg]
+    counts = await get_counts(table, product_id, None)
+    expected = [sum(1 for c in product if c.rating == r) for r in keys.RATINGS]
+    assert list(counts.by_rating) == expected
+    assert counts.total == len(product)
+    assert counts.last_commented_at == max(c.created_at for c in product)
+
+
+async def test_ap8_ap10_counts_one_language(
+    table: TableRef, product: list, product_id: str
+) -> None:  # type: ignore[type-arg]
+    for lang in LANGS:
+        counts = await get_counts(table, product_id, lang)
+        mine = [c for c in product if c.language == lang]
+        assert list(counts.by_rating) == [
+            sum(1 for c in mine if c.rating == r) for r in keys.RATINGS
+        ]
+        assert counts.total == len(mine)
+
+
+async def test_counts_in_batches_keep_key_order(
+    table: TableRef, product: list, product_id: str
+) -> None:  # type: ignore[type-arg]
+    unknown = f"none-{uuid.uuid4().hex[:6]}"
+    wanted: list[tuple[str, str | None]] = [(unknown, None)]
+    wanted += [(product_id, lang) for lang in LANGS] * 40 + [(product_id, None)]
+    got = await batch_get_counts(table, wanted)
+    assert [(c.product_id, c.language) for c in got] == wanted
+    assert got[0] == RatingCounts(unknown, None)
+    assert got[-1].total == len(product)
+    with pytest.raises(InvalidProductId):
+        await batch_get_counts(table, [("a/b", None)])
+
+
+async def test_ap11_leaderboard(table: TableRef) -> None:
+    # Counts far above anything other tests create, so these lead the shared table.
+    base = f"lead-{uuid.uuid4().hex[:6]}"
+    fives = {f"{base}-a": 203, f"{base}-b": 201, f"{base}-c": 202}
+    specs = [
+        NewComment(pid, "en", 5, "great", "ann", created_at=stamp(n % 30))
+        for pid, n_five in fives.items()
+        for n in range(n_five)
+    ]
+    await create_many(table, specs, limit=32)
+    top = await leaderboard(table, 3)
+    assert [(e.product_id, e.five_star_count) for e in top] == sorted(
+        fives.items(), key=lambda kv: -kv[1]
+    )
+
+
+async def test_leaderboard_entry_removed_at_zero(table: TableRef, product_id: str) -> None:
+    made = (await create_comment(table, NewComment(product_id, "en", 5, "x", "ann"))).comment
+    raw = await table.client.get_item(
+        TableName=table.name, Key={"PK": {"S": f"PRODUCT#{product_id}"}, "SK": {"S": "S"}}
+    )
+    assert raw["Item"]["GSIPK"] == {"S": "LEADERS"}
+    assert raw["Item"]["GSISK"] == {"S": keys.leader_sort_key(1)}
+    await delete_comment(table, made.comment_id)
+    raw = await table.client.get_item(
+        TableName=table.name, Key={"PK": {"S": f"PRODUCT#{product_id}"}, "SK": {"S": "S"}}
+    )
+    assert "GSIPK" not in raw["Item"]
+    assert "GSISK" not in raw["Item"]
+
+
+async def test_idempotent_create(table: TableRef, product_id: str) -> None:
+    new = NewComment(product_id, "en", 4, "once", "ann", idempotency_key="req-1")
+    first = await create_comment(table, new)
+    again = await create_comment(table, new)
+    assert first.created
+    assert not again.created
+    assert again.comment == first.comment
+    other_author = await create_comment(
+        table, NewComment(product_id, "en", 4, "once", "bob", idempotency_key="req-1")
+    )
+    assert other_author.created
+    assert (await get_counts(table, product_id, None)).total == 2
+
+
+async def test_last_commented_at_only_grows(table: TableRef, product_id: str) -> None:
+    await create_comment(table, NewComment(product_id, "en", 3, "new", "ann", created_at=stamp(50)))
+    await create_comment(table, NewComment(product_id, "en", 3, "old", "ann", created_at=stamp(10)))
+    assert (await get_counts(table, product_id, None)).last_commented_at == stamp(50)
+    assert (await get_counts(table, product_id, "en")).last_commented_at == stamp(50)
