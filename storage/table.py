@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from storage.errors import StorageUnavailable
+from storage.locks import KeyedLocks
 from storage.types import DynamoClient
 
 SORT_KEY = "GSISK"
@@ -38,10 +39,16 @@ _PARTITION_ATTRS = {
 
 @dataclass(frozen=True, slots=True)
 class TableRef:
-    """Where the comments live: the client and the table name travel together."""
+    """Where the comments live: the client and the table name travel together.
+
+    Made once per application lifespan, next to the client. ``five_star_locks`` lets the
+    writes of one process that change the same product's 5-star count take turns instead
+    of racing (the conditions in the transactions still guard against other processes).
+    """
 
     client: DynamoClient
     name: str
+    five_star_locks: KeyedLocks = field(default_factory=KeyedLocks, compare=False, repr=False)
 
 
 def table_definition(name: str) -> dict[str, Any]:

@@ -141,9 +141,21 @@ async def _commit(
     fresh values, under a larger budget since the system as a whole progressed.
     Conflicts and throttling back off exponentially under ``backoff.attempts``.
     """
-    know = _Knowledge()
-    if comment.rating == 5:
+    if comment.rating != 5:
+        return await _commit_loop(table, comment, build, backoff, _Knowledge())
+    async with table.five_star_locks.hold(comment.product_id):
+        know = _Knowledge()
         await _learn(table, comment, know)
+        return await _commit_loop(table, comment, build, backoff, know)
+
+
+async def _commit_loop(
+    table: TableRef,
+    comment: Comment,
+    build: Callable[[TableRef, Comment, _Knowledge], list[dict[str, Any]]],
+    backoff: Backoff,
+    know: _Knowledge,
+) -> bool:
     stale = conflicts = 0
     while True:
         reasons = await _transact(table, build(table, comment, know))
