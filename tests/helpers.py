@@ -122,13 +122,50 @@ class FaultyClient:
         return await self._call("delete_table", kwargs)
 
 
-def client_error(code: str, operation: str, **extra: Any) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": "injected"}, **extra}, operation)
+def client_error(code: str, operation: str, **extra: Any) -> Exception:
+    error: Exception = ClientError(
+        {"Error": {"Code": code, "Message": "injected"}, **extra}, operation
+    )
+    return error
 
 
-def cancelled(*codes: str) -> ClientError:
+def cancelled(*codes: str) -> Exception:
     return client_error(
         "TransactionCanceledException",
         "TransactWriteItems",
         CancellationReasons=[{"Code": c} for c in codes],
     )
+
+
+async def recount(table: TableRef, product_id: str) -> dict[str | None, list[int]]:
+    """Counts per rating recomputed from the comments (all index), by language and overall."""
+    from storage.model import ListingFilter as _Listing
+
+    found, _ = await walk(table, _Listing(product_id), 100, Direction.FORWARD)
+    counts: dict[str | None, list[int]] = {None: [0] * 5}
+    for c in found:
+        counts.setdefault(c.language, [0] * 5)[c.rating - 1] += 1
+        counts[None][c.rating - 1] += 1
+    return counts
+
+
+async def assert_counters_exact(table: TableRef, product_id: str) -> None:
+    """Counters of every scope and the leaderboard entry equal a recount from the comments."""
+    from storage import keys
+    from storage.reads import get_counts
+
+    truth = await recount(table, product_id)
+    for language, expected in truth.items():
+        stored = await get_counts(table, product_id, language)
+        assert list(stored.by_rating) == expected, (language, stored, expected)
+    key = {"PK": {"S": keys.product_pk(product_id)}, "SK": {"S": keys.STATS_ALL}}
+    raw = (await table.client.get_item(TableName=table.name, Key=key, ConsistentRead=True)).get(
+        "Item", {}
+    )
+    five = truth[None][4]
+    if five:
+        assert raw.get("GSIPK") == {"S": keys.LEADERS}
+        assert raw.get("GSISK") == {"S": keys.leader_sort_key(five)}
+    else:
+        assert "GSIPK" not in raw
+        assert "GSISK" not in raw
