@@ -22,6 +22,8 @@ settings.register_profile(
     "ci",
     max_examples=200,
     deadline=None,
+    derandomize=True,  # CI runs the same examples every time; "dev" explores new ones
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile(

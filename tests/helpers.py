@@ -109,6 +109,9 @@ class FaultyClient:
     async def put_item(self, **kwargs: Any) -> Response:
         return await self._call("put_item", kwargs)
 
+    async def delete_item(self, **kwargs: Any) -> Response:
+        return await self._call("delete_item", kwargs)
+
     async def scan(self, **kwargs: Any) -> Response:
         return await self._call("scan", kwargs)
 
