@@ -1,0 +1,225 @@
+"""Items read per item returned, ours against the blog's fan-out, on one skewed product.
+
+    .venv/bin/python -m benchmarks.read_amplification [--comments 5000] [--pages 40]
+
+Starts an in-memory DynamoDB Local, writes one product's comments through the real create
+path (J-shaped ratings, skewed languages, timestamps over three years), then walks the first
+``--pages`` pages of every 2-, 3- and 4-rating filter with page size 20, both ways:
+
+- ours: ``storage.reads.list_comments`` (stats-guided limits, top-ups only where needed);
+- the blog's fan-out: one query per requested rating with Limit = page size, merged, the
+  same keyset cursor (so only the read budget differs).
+
+Prints a table of medians and writes JSON next to this file under results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from storage import keys
+from storage.client import ClientSettings, open_client
+from storage.items import item_to_comment
+from storage.local_engine import LocalEngine
+from storage.model import Direction, ListingFilter, NewComment, PageRequest
+from storage.reads import get_counts, list_comments
+from storage.table import SORT_KEY, Index, TableRef, create_table
+from storage.writes import create_comment
+
+RATING_SHARES = {5: 0.55, 4: 0.20, 1: 0.12, 3: 0.08, 2: 0.05}
+LANGUAGE_SHARES = {"en": 0.50, "de": 0.20, "fr": 0.12, "es": 0.10, "pt-br": 0.05, "ja": 0.03}
+PAGE = 20
+RESULTS = Path(__file__).parent / "results"
+
+
+@dataclass
+class PageCost:
+    returned: int
+    read: int
+    rounds: int
+
+
+async def seed(table: TableRef, product_id: str, n: int, rng: random.Random) -> None:
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    span = timedelta(days=3 * 365).total_seconds()
+    ratings = rng.choices(list(RATING_SHARES), weights=list(RATING_SHARES.values()), k=n)
+    languages = rng.choices(list(LANGUAGE_SHARES), weights=list(LANGUAGE_SHARES.values()), k=n)
+    gate = asyncio.Semaphore(32)
+    done = 0
+
+    async def one(i: int) -> None:
+        nonlocal done
+        moment = start + timedelta(seconds=rng.random() * span)
+        new = NewComment(
+            product_id,
+            languages[i],
+            ratings[i],
+            f"comment {i}",
+            f"user{i % 97}",
+            created_at=keys.format_timestamp(moment),
+        )
+        async with gate:
+            await create_comment(table, new)
+        done += 1
+        if done % 500 == 0 or done == n:
+            print(f"\rseeded {done}/{n}", end="", file=sys.stderr, flush=True)
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+    print(file=sys.stderr)
+
+
+async def blog_page(
+    table: TableRef, product_id: str, ratings: frozenset[int], position: str | None
+) -> tuple[list[str], bool, PageCost]:
+    """The blog's AP3: one query per rating, Limit = page size, merge, take a page."""
+
+    async def one(rating: int) -> dict[str, Any]:
+        values: dict[str, Any] = {":pk": {"S": keys.rating_pk(product_id, rating)}}
+        names = {"#pk": Index.BY_RATING.partition_attr}
+        condition = "#pk = :pk"
+        if position is not None:
+            values[":pos"] = {"S": position}
+            names["#sk"] = SORT_KEY
+            condition += " AND #sk < :pos"
+        result: dict[str, Any] = await table.client.query(
+            TableName=table.name,
+            IndexName=Index.BY_RATING.value,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ScanIndexForward=False,
+            Limit=PAGE,
+        )
+        return result
+
+    responses = await asyncio.gather(*(one(r) for r in sorted(ratings)))
+    items = [i for r in responses for i in r.get("Items", [])]
+    read = sum(int(r.get("ScannedCount", 0)) for r in responses)
+    ordered = sorted((item_to_comment(i).sort_key for i in items), reverse=True)
+    more = len(ordered) > PAGE or any("LastEvaluatedKey" in r for r in responses)
+    page = ordered[:PAGE]
+    return page, more, PageCost(len(page), read, 1)
+
+
+async def walk_ours(
+    table: TableRef, product_id: str, ratings: frozenset[int], pages: int
+) -> tuple[list[str], list[PageCost]]:
+    listing = ListingFilter(product_id, None, ratings)
+    position: str | None = None
+    seen: list[str] = []
+    costs: list[PageCost] = []
+    for _ in range(pages):
+        page = await list_comments(table, listing, PageRequest(PAGE, Direction.FORWARD, position))
+        keys_ = [c.sort_key for c in page.comments]
+        seen += keys_
+        costs.append(PageCost(len(keys_), page.items_read, page.rounds))
+        if not page.has_more:
+            break
+        position = keys_[-1]
+    return seen, costs
+
+
+async def walk_blog(
+    table: TableRef, product_id: str, ratings: frozenset[int], pages: int
+) -> tuple[list[str], list[PageCost]]:
+    position: str | None = None
+    seen: list[str] = []
+    costs: list[PageCost] = []
+    for _ in range(pages):
+        page, more, cost = await blog_page(table, product_id, ratings, position)
+        seen += page
+        costs.append(cost)
+        if not more or not page:
+            break
+        position = page[-1]
+    return seen, costs
+
+
+def amplification(costs: list[PageCost]) -> list[float]:
+    return [c.read / c.returned for c in costs if c.returned]
+
+
+async def run(comments: int, pages: int, seed_value: int) -> dict[str, Any]:
+    rng = random.Random(seed_value)
+    with LocalEngine() as engine:
+        async with open_client(ClientSettings(endpoint_url=engine.endpoint_url)) as client:
+            await create_table(client, "bench")
+            table = TableRef(client, "bench")
+            product = "hot-1"
+            t0 = time.perf_counter()
+            await seed(table, product, comments, rng)
+            seeded_in = time.perf_counter() - t0
+            counts = await get_counts(table, product, None)
+            rows = []
+            for k in (2, 3, 4):
+                for combo in itertools.combinations(sorted(RATING_SHARES), k):
+                    ratings = frozenset(combo)
+                    ours_keys, ours = await walk_ours(table, product, ratings, pages)
+                    blog_keys, blog = await walk_blog(table, product, ratings, pages)
+                    # Same pages, or the comparison means nothing.
+                    assert ours_keys == blog_keys[: len(ours_keys)], combo
+                    rows.append(
+                        {
+                            "k": k,
+                            "ratings": list(combo),
+                            "pages": len(ours),
+                            "ours_median": statistics.median(amplification(ours)),
+                            "blog_median": statistics.median(amplification(blog)),
+                            "ours_max_rounds": max(c.rounds for c in ours),
+                            "ours_two_rounds_or_less": sum(c.rounds <= 2 for c in ours) / len(ours),
+                            "ours_one_round": sum(c.rounds == 1 for c in ours) / len(ours),
+                        }
+                    )
+    by_k = {}
+    for k in (2, 3, 4):
+        mine = [r for r in rows if r["k"] == k]
+        ours_m = statistics.median(r["ours_median"] for r in mine)
+        blog_m = statistics.median(r["blog_median"] for r in mine)
+        by_k[k] = {"ours": ours_m, "blog": blog_m, "ratio": blog_m / ours_m}
+    return {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "comments": comments,
+        "counts_by_rating": list(counts.by_rating),
+        "page_size": PAGE,
+        "pages_per_filter": pages,
+        "seed": seed_value,
+        "seeded_seconds": round(seeded_in, 1),
+        "filters": rows,
+        "by_ratings_requested": by_k,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--comments", type=int, default=5000)
+    parser.add_argument("--pages", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    result = asyncio.run(run(args.comments, args.pages, args.seed))
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"read-amplification-{result['when'].replace(':', '')}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        f"product: {result['comments']} comments, counts by rating 1..5 "
+        f"{result['counts_by_rating']}; page size {PAGE}; first {args.pages} pages per filter"
+    )
+    print(f"{'ratings':>8} | {'blog fan-out':>12} | {'ours':>6} | {'blog/ours':>9}")
+    for k, row in result["by_ratings_requested"].items():
+        print(f"{k:>8} | {row['blog']:>12.2f} | {row['ours']:>6.2f} | {row['ratio']:>9.2f}")
+    print("median over filters of the median items read per item returned")
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
