@@ -23,7 +23,7 @@ import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -146,6 +146,18 @@ async def walk_blog(
     return seen, costs
 
 
+@dataclass
+class FilterRow:
+    k: int
+    ratings: list[int]
+    pages: int
+    ours_median: float
+    blog_median: float
+    ours_max_rounds: int
+    ours_two_rounds_or_less: float
+    ours_one_round: float
+
+
 def amplification(costs: list[PageCost]) -> list[float]:
     return [c.read / c.returned for c in costs if c.returned]
 
@@ -183,9 +195,9 @@ async def run(comments: int, pages: int, seed_value: int) -> dict[str, Any]:
                     )
     by_k = {}
     for k in (2, 3, 4):
-        mine = [r for r in rows if r["k"] == k]
-        ours_m = statistics.median(r["ours_median"] for r in mine)
-        blog_m = statistics.median(r["blog_median"] for r in mine)
+        mine = [r for r in rows if r.k == k]
+        ours_m = statistics.median(r.ours_median for r in mine)
+        blog_m = statistics.median(r.blog_median for r in mine)
         by_k[k] = {"ours": ours_m, "blog": blog_m, "ratio": blog_m / ours_m}
     return {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -195,7 +207,7 @@ async def run(comments: int, pages: int, seed_value: int) -> dict[str, Any]:
         "pages_per_filter": pages,
         "seed": seed_value,
         "seeded_seconds": round(seeded_in, 1),
-        "filters": rows,
+        "filters": [asdict(r) for r in rows],
         "by_ratings_requested": by_k,
     }
 
