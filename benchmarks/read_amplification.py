@@ -173,7 +173,7 @@ async def run(comments: int, pages: int, seed_value: int) -> dict[str, Any]:
             await seed(table, product, comments, rng)
             seeded_in = time.perf_counter() - t0
             counts = await get_counts(table, product, None)
-            rows = []
+            rows: list[FilterRow] = []
             for k in (2, 3, 4):
                 for combo in itertools.combinations(sorted(RATING_SHARES), k):
                     ratings = frozenset(combo)
