@@ -182,16 +182,16 @@ async def run(comments: int, pages: int, seed_value: int) -> dict[str, Any]:
                     # Same pages, or the comparison means nothing.
                     assert ours_keys == blog_keys[: len(ours_keys)], combo
                     rows.append(
-                        {
-                            "k": k,
-                            "ratings": list(combo),
-                            "pages": len(ours),
-                            "ours_median": statistics.median(amplification(ours)),
-                            "blog_median": statistics.median(amplification(blog)),
-                            "ours_max_rounds": max(c.rounds for c in ours),
-                            "ours_two_rounds_or_less": sum(c.rounds <= 2 for c in ours) / len(ours),
-                            "ours_one_round": sum(c.rounds == 1 for c in ours) / len(ours),
-                        }
+                        FilterRow(
+                            k=k,
+                            ratings=list(combo),
+                            pages=len(ours),
+                            ours_median=statistics.median(amplification(ours)),
+                            blog_median=statistics.median(amplification(blog)),
+                            ours_max_rounds=max(c.rounds for c in ours),
+                            ours_two_rounds_or_less=sum(c.rounds <= 2 for c in ours) / len(ours),
+                            ours_one_round=sum(c.rounds == 1 for c in ours) / len(ours),
+                        )
                     )
     by_k = {}
     for k in (2, 3, 4):
