@@ -2,10 +2,18 @@
 
 Round one issues every planned query at once (``asyncio.TaskGroup``: one failure cancels
 the others and fails the read, never a partial page). If the merge runs out of a partition
-before the page is full, round two asks each partition that might still hold items for
-just enough to cover the shortfall on its own, which always completes an unfiltered merge
-(barring DynamoDB's 1 MB response cut-off). A filtered scan is topped up by the expected
-number of items to scan for the shortfall.
+before the page is full, with a shortfall of ``d`` items, round two tops up:
+
+- When the partitions' read-but-unmerged items number at least ``d``, the ``d``-th of them
+  is a cut key ``c``: the page cannot extend past it. Each unfinished partition not yet read
+  as far as ``c`` gets one range read, ``BETWEEN`` its position and ``c`` (at most ``d``
+  items). Afterwards every partition is either finished, read through ``c``, or holds ``d``
+  unmerged items, so the merge completes, having read only items that could be on the page.
+- Otherwise each unfinished partition is asked for enough to fill the shortfall on its own,
+  which also always completes the merge.
+
+Either way an unfiltered read takes at most two rounds (barring DynamoDB's 1 MB response
+cut-off). A filtered scan is topped up by the expected number of items to scan.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage import keys
 from storage import merge as merging
 from storage.errors import StorageUnavailable
 from storage.items import item_to_comment
@@ -38,6 +47,8 @@ class ExecutedQuery:
     items_returned: int
     capacity_units: float
     round: int
+    # A round-two range read (BETWEEN the partition's position and a cut key).
+    ranged: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +80,18 @@ class _Partition:
     keys: list[str] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
     position: str | None = None
+    # Read completely up to this key (merge order); see merge.Stream.bound.
+    bound: str | None = None
     read: int = 0
     exhausted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    part: _Partition
+    limit: int
+    # Read only down (or up) to this key, inclusive: a range read of round two.
+    until: str | None = None
 
 
 async def execute(table: TableRef, plan: Plan) -> Page:
@@ -78,18 +99,20 @@ async def execute(table: TableRef, plan: Plan) -> Page:
     parts = [_Partition(q, position=plan.position) for q in plan.queries]
     executed: list[ExecutedQuery] = []
     descending = plan.direction is Direction.FORWARD
-    requests = [(p, p.spec.limit) for p in parts]
+    requests = [_Request(p, p.spec.limit) for p in parts]
     result = merging.MergeResult((), True, ())
     for round_no in range(1, MAX_ROUNDS + 1):
         if not requests:
             break
         responses = await gather_reads(
-            [_query(table, plan, p, limit) for p, limit in requests], what="comment query"
+            [_query(table, plan, r) for r in requests], what="comment query"
         )
-        for (p, limit), response in zip(requests, responses, strict=True):
-            executed.append(_absorb(p, limit, response, round_no))
+        for request, response in zip(requests, responses, strict=True):
+            executed.append(_absorb(request, response, round_no))
         result = merging.merge(
-            [merging.Stream(p.keys, p.exhausted) for p in parts], plan.want, descending=descending
+            [merging.Stream(p.keys, p.exhausted, p.bound) for p in parts],
+            plan.want,
+            descending=descending,
         )
         if result.complete:
             break
@@ -109,30 +132,59 @@ async def execute(table: TableRef, plan: Plan) -> Page:
 
 def _top_ups(
     plan: Plan, parts: list[_Partition], shortfall: int, consumed: tuple[int, ...]
-) -> list[tuple[_Partition, int]]:
+) -> list[_Request]:
+    live = [(p, used) for p, used in zip(parts, consumed, strict=True) if not p.exhausted]
+    if plan.strategy is Strategy.FILTERED_SCAN_OF_INDEX:
+        need = filtered_limit(shortfall, plan.match_fraction, plan.z)
+        return [_Request(p, min(need, p.spec.known_count - p.read)) for p, _ in live]
+    descending = plan.direction is Direction.FORWARD
+    unmerged = sorted(
+        (k for p, used in zip(parts, consumed, strict=True) for k in p.keys[used:]),
+        reverse=descending,
+    )
     requests = []
-    for p, used in zip(parts, consumed, strict=True):
-        if p.exhausted:
-            continue
-        if plan.strategy is Strategy.FILTERED_SCAN_OF_INDEX:
-            need = filtered_limit(shortfall, plan.match_fraction, plan.z)
-        else:
-            # Enough that this partition alone could fill the shortfall.
-            need = shortfall - (len(p.keys) - used)
-        need = min(need, p.spec.known_count - p.read)
+    if len(unmerged) >= shortfall:
+        cut = unmerged[shortfall - 1]
+        for p, _ in live:
+            last = p.keys[-1] if p.keys else p.position
+            covered = last is not None and (last <= cut if descending else last >= cut)
+            if not covered and not _known_through(p, cut, descending):
+                requests.append(_Request(p, min(shortfall, p.spec.known_count - p.read), cut))
+        return requests
+    for p, used in live:
+        # Enough that this partition alone could fill the shortfall.
+        need = min(shortfall - (len(p.keys) - used), p.spec.known_count - p.read)
         if need > 0:
-            requests.append((p, need))
+            requests.append(_Request(p, need))
     return requests
 
 
-async def _query(table: TableRef, plan: Plan, p: _Partition, limit: int) -> Response:
+def _known_through(p: _Partition, key: str, descending: bool) -> bool:
+    if p.bound is None:
+        return False
+    return key >= p.bound if descending else key <= p.bound
+
+
+async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
+    p, limit = request.part, request.limit
     names = {"#pk": p.spec.index.partition_attr}
     values: dict[str, Any] = {":pk": {"S": p.spec.partition_key}}
     condition = "#pk = :pk"
-    if p.position is not None:
+    forward = plan.direction is Direction.FORWARD
+    if request.until is not None and p.position is not None:
+        # BETWEEN is inclusive: move the end at our position just past it, so the item
+        # there is not read twice (no GSISK lies between the two).
+        names["#sk"] = SORT_KEY
+        if forward:
+            low, high = request.until, keys.key_just_below(p.position)
+        else:
+            low, high = keys.key_just_above(p.position), request.until
+        values[":low"], values[":high"] = {"S": low}, {"S": high}
+        condition += " AND #sk BETWEEN :low AND :high"
+    elif p.position is not None:
         names["#sk"] = SORT_KEY
         values[":pos"] = {"S": p.position}
-        condition += " AND #sk < :pos" if plan.direction is Direction.FORWARD else " AND #sk > :pos"
+        condition += " AND #sk < :pos" if forward else " AND #sk > :pos"
     params: dict[str, Any] = {
         "TableName": table.name,
         "IndexName": p.spec.index.value,
@@ -153,7 +205,8 @@ async def _query(table: TableRef, plan: Plan, p: _Partition, limit: int) -> Resp
     return await table.client.query(**params)
 
 
-def _absorb(p: _Partition, limit: int, response: Response, round_no: int) -> ExecutedQuery:
+def _absorb(request: _Request, response: Response, round_no: int) -> ExecutedQuery:
+    p, limit = request.part, request.limit
     items = response.get("Items", [])
     for item in items:
         p.keys.append(item[SORT_KEY]["S"])
@@ -161,11 +214,16 @@ def _absorb(p: _Partition, limit: int, response: Response, round_no: int) -> Exe
     scanned = int(response.get("ScannedCount", len(items)))
     p.read += scanned
     last_key = response.get("LastEvaluatedKey")
-    if last_key is None or p.read >= p.spec.known_count:
+    if p.read >= p.spec.known_count:
         p.exhausted = True
-    else:
+    elif last_key is not None:
         # Continue after the last item evaluated, which a filter may not have returned.
         p.position = last_key[SORT_KEY]["S"]
+    elif request.until is not None:
+        # The range is read to its end: nothing of this partition lies before ``until``.
+        p.position = p.bound = request.until
+    else:
+        p.exhausted = True
     capacity = response.get("ConsumedCapacity") or {}
     return ExecutedQuery(
         index=p.spec.index.value,
@@ -175,4 +233,5 @@ def _absorb(p: _Partition, limit: int, response: Response, round_no: int) -> Exe
         items_returned=len(items),
         capacity_units=float(capacity.get("CapacityUnits", 0.0)),
         round=round_no,
+        ranged=request.until is not None,
     )

@@ -29,7 +29,7 @@ _PRODUCT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 _COMMENT_ID = re.compile(r"[A-Za-z0-9_-]+")
 # BCP 47 shape (primary subtag plus optional subtags), compared in lower case.
 _LANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8})*")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 RATINGS: tuple[int, ...] = (1, 2, 3, 4, 5)
 LEADERS = "LEADERS"
@@ -158,6 +158,26 @@ def validate_sort_key(value: str) -> str:
     except InvalidCommentId as exc:
         raise InvalidCursor("cursor does not name a position") from exc
     return value
+
+
+# Greater than every character a GSISK can hold (all are ASCII letters, digits and "#-:._").
+_ABOVE_KEY_CHARS = "~"
+# Smaller than every character a GSISK can hold.
+_BELOW_KEY_CHARS = " "
+
+
+def key_just_below(sort_key: str) -> str:
+    """The greatest string no GSISK lies between and ``sort_key``, from below.
+
+    DynamoDB's BETWEEN is inclusive; this turns its upper end exclusive without reading the
+    item at ``sort_key`` again.
+    """
+    return sort_key[:-1] + chr(ord(sort_key[-1]) - 1) + _ABOVE_KEY_CHARS
+
+
+def key_just_above(sort_key: str) -> str:
+    """The least string no GSISK lies between ``sort_key`` and, from above."""
+    return sort_key + _BELOW_KEY_CHARS
 
 
 def leader_sort_key(five_star_count: int) -> str:

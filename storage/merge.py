@@ -1,10 +1,12 @@
 """K-way merge of sorted partitions that may not have been read to the end. Pure.
 
-Each stream is what one query returned so far, in query order, plus whether the partition
-is known to be exhausted. An item may be emitted only when every stream that might still
-hold unread items has a buffered item at or beyond it; otherwise an unread item of that
-stream could belong before it. The merge stops there and says how far it got, so the
-executor can fetch more from exactly the streams that ran out.
+Each stream is what one query returned so far, in query order, plus what is known about
+the rest: the partition may be exhausted, or read completely through a ``bound`` key (a
+range read found nothing more before it). An item may be emitted only when every stream
+that might still hold unread items before it has a buffered item at or beyond it, or is
+known through it; otherwise an unread item of that stream could belong before it. The
+merge stops there and says how far it got, so the executor can fetch more from exactly the
+streams that ran out.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 class Stream:
     keys: Sequence[str]
     exhausted: bool
+    # Every item of the stream up to this key (in merge order) is in ``keys``.
+    bound: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +44,19 @@ def merge(streams: Sequence[Stream], want: int, *, descending: bool) -> MergeRes
             heapq.heappush(heap, (_Key(s.keys[0], descending), i))
     picks: list[tuple[int, int]] = []
     while len(picks) < want:
-        if any(not s.exhausted and consumed[i] == len(s.keys) for i, s in enumerate(streams)):
-            return MergeResult(tuple(picks), False, tuple(consumed))
         if not heap:
+            if any(not s.exhausted for s in streams):
+                return MergeResult(tuple(picks), False, tuple(consumed))
             break
+        candidate = heap[0][0].value
+        for j, s in enumerate(streams):
+            if s.exhausted or consumed[j] < len(s.keys):
+                continue
+            known_through = s.bound is not None and (
+                candidate >= s.bound if descending else candidate <= s.bound
+            )
+            if not known_through:
+                return MergeResult(tuple(picks), False, tuple(consumed))
         _, i = heapq.heappop(heap)
         picks.append((i, consumed[i]))
         consumed[i] += 1

@@ -9,6 +9,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from storage.cursor import decode_cursor, encode_cursor
+from storage.executor import Page
 from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
 from storage.retry import Backoff
@@ -49,7 +50,11 @@ def oracle(comments: Iterable[Comment], listing: ListingFilter) -> list[Comment]
 
 
 async def walk(
-    table: TableRef, listing: ListingFilter, size: int, direction: Direction
+    table: TableRef,
+    listing: ListingFilter,
+    size: int,
+    direction: Direction,
+    on_page: Callable[[Page], None] | None = None,
 ) -> tuple[list[Comment], list[int]]:
     """Every page in one direction, through encoded cursors; returns comments in listing order
     and the page lengths. Asserts has_more agrees with whether another page follows."""
@@ -57,6 +62,8 @@ async def walk(
     position: str | None = None
     while True:
         page = await list_comments(table, listing, PageRequest(size, direction, position))
+        if on_page is not None:
+            on_page(page)
         out.append(list(page.comments))
         if not page.has_more:
             break

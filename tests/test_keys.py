@@ -3,6 +3,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from storage import keys
 from storage.errors import (
@@ -124,3 +126,21 @@ def test_leader_sort_key_pads_so_strings_sort_as_numbers() -> None:
     assert all(len(p) == keys.LEADER_COUNT_WIDTH for p in padded)
     with pytest.raises(ValueError, match="positive"):
         keys.leader_sort_key(0)
+
+
+_sort_keys = st.builds(
+    keys.sort_key,
+    st.datetimes(
+        min_value=datetime(1970, 1, 1), max_value=datetime(9999, 1, 1), timezones=st.just(UTC)
+    ).map(keys.format_timestamp),
+    st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
+)
+
+
+@given(_sort_keys, _sort_keys)
+def test_no_sort_key_lies_between_a_key_and_its_exclusive_bounds(a: str, b: str) -> None:
+    below, above = keys.key_just_below(b), keys.key_just_above(b)
+    assert below < b < above
+    # Inclusive ranges ending at these bounds hold exactly the keys strictly below/above b.
+    assert (a <= below) == (a < b)
+    assert (a >= above) == (a > b)

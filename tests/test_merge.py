@@ -74,3 +74,19 @@ def test_partial_streams_emit_only_a_correct_prefix(
     assert merged == truth[: len(merged)]
     if result.complete:
         assert len(merged) == min(want, len(truth))
+
+
+def test_a_stream_read_through_a_bound_does_not_block_before_it() -> None:
+    # Stream 1 holds nothing more at or above "6", so "7" and "6" may be emitted...
+    streams = [Stream(["9", "7", "6", "2"], True), Stream(["8"], False, bound="6")]
+    result = merge(streams, 5, descending=True)
+    assert [streams[i].keys[j] for i, j in result.picks] == ["9", "8", "7", "6"]
+    # ...but not "2": stream 1 may hold items between "6" and "2".
+    assert not result.complete
+
+
+def test_bound_ascending() -> None:
+    streams = [Stream(["1", "3", "5"], True), Stream([], False, bound="3")]
+    result = merge(streams, 3, descending=False)
+    assert [streams[i].keys[j] for i, j in result.picks] == ["1", "3"]
+    assert not result.complete

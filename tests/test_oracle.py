@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from storage.executor import Page
 from storage.model import Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
 from storage.table import TableRef
@@ -112,6 +113,12 @@ async def test_listings_equal_brute_force(
     )
     alive = [c for n, c in enumerate(made) if n not in set(deletes)]
 
+    def note(page: Page) -> None:
+        if page.rounds > 1:
+            event("page needed a second round")
+        if any(e.ranged for e in page.executed):
+            event("page used a range top-up")
+
     for q in queries:
         listing = ListingFilter(pids[q.product], q.language, q.ratings)
         expected = oracle(alive, listing)
@@ -119,7 +126,7 @@ async def test_listings_equal_brute_force(
         event(f"strategy {first.plan.strategy.value}")
         event(f"pages {'one' if not first.has_more else 'several'}")
         for direction in Direction:
-            got, lengths = await walk(table, listing, q.size, direction)
+            got, lengths = await walk(table, listing, q.size, direction, on_page=note)
             assert got == expected, (direction, listing)
             in_travel_order = lengths if direction is Direction.FORWARD else lengths[::-1]
             assert all(n == q.size for n in in_travel_order[:-1]), lengths
