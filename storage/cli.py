@@ -106,8 +106,8 @@ async def _verify(args: argparse.Namespace) -> int:
 
 
 async def _explain(args: argparse.Namespace) -> int:
-    ratings = None if not args.ratings else [int(r) for r in args.ratings.split(",")]
-    listing = ListingFilter(args.product_id, args.language, ratings)  # type: ignore[arg-type]
+    ratings = None if not args.ratings else frozenset(int(r) for r in args.ratings.split(","))
+    listing = ListingFilter(args.product_id, args.language, ratings)
     page = PageRequest.from_relay(args.first, args.after, args.last, args.before)
     async with open_client(_settings(args)) as client:
         result = await list_comments(TableRef(client, args.table), listing, page)
@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _engine(args)
         handler = {"create-table": _create, "verify-stats": _verify, "explain": _explain}
         return asyncio.run(handler[args.command](args))
-    except (EngineError, StorageError) as exc:
+    except (EngineError, StorageError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,16 @@ from storage.locks import KeyedLocks
 from storage.types import DynamoClient
 
 SORT_KEY = "GSISK"
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
+
+
+def validate_table_name(name: str) -> str:
+    """DynamoDB's own rule for table names, checked before any call."""
+    if not _TABLE_NAME.fullmatch(name):
+        raise ValueError(
+            f"table name {name!r} must be 3-255 characters of letters, digits, '_', '-' and '.'"
+        )
+    return name
 
 
 class Index(enum.Enum):
@@ -82,6 +93,7 @@ async def create_table(client: DynamoClient, name: str, *, wait_seconds: float =
     Returns True when this call created it. An existing table with other indexes is an
     error rather than something to paper over.
     """
+    validate_table_name(name)
     created = False
     try:
         await client.create_table(**table_definition(name))

@@ -89,3 +89,9 @@ def test_cli_verify_and_create_table(engine: LocalEngine, capsys: object) -> Non
     assert "created" in out
     assert "already exists" in out
     assert "all counters and leaderboard entries are exact" in out
+
+
+def test_cli_rejects_a_bad_table_name_clearly(capsys: object) -> None:
+    assert cli_main(["create-table", "--endpoint-url", "http://127.0.0.1:9", "--table", "a"]) == 2
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert "table name 'a' must be 3-255 characters" in err
