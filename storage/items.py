@@ -10,6 +10,8 @@ from storage.types import Item
 COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in keys.RATINGS)
 TOTAL_ATTR = "count_total"
 LAST_ATTR = "lastCommentedAt"
+# The S item doubles as the leaderboard entry on this index's partition key (and GSISK).
+LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 
 
 def comment_to_item(comment: Comment) -> Item:

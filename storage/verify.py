@@ -18,12 +18,18 @@ from botocore.exceptions import ClientError
 
 from storage import keys
 from storage.errors import StorageUnavailable
-from storage.items import COUNT_ATTRS, LAST_ATTR, TOTAL_ATTR, is_comment_item, stats_language
+from storage.items import (
+    COUNT_ATTRS,
+    LAST_ATTR,
+    LEADER_ATTR,
+    TOTAL_ATTR,
+    is_comment_item,
+    stats_language,
+)
 from storage.retry import ENGINE_ERRORS, error_code
-from storage.table import SORT_KEY, Index, TableRef
+from storage.table import SORT_KEY, TableRef
 from storage.types import Item
 
-LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 StatsKey = tuple[str, str | None]  # (product id, language or None for all languages)
 
 

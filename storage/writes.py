@@ -34,6 +34,7 @@ from storage.errors import CommentNotFound, NotAuthor, StorageUnavailable, Write
 from storage.items import (
     COUNT_ATTRS,
     LAST_ATTR,
+    LEADER_ATTR,
     TOTAL_ATTR,
     comment_to_item,
     item_to_comment,
@@ -41,10 +42,9 @@ from storage.items import (
 )
 from storage.model import Comment, NewComment
 from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, THROTTLING_CODES, Backoff, error_code
-from storage.table import SORT_KEY, Index, TableRef
+from storage.table import SORT_KEY, TableRef
 from storage.types import Item
 
-LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 FIVE = COUNT_ATTRS[4]
 # Losing an optimistic race means someone else committed; allow more of those than conflicts.
 STALE_RETRY_FACTOR = 4
@@ -85,7 +85,11 @@ async def create_comment(
     backoff: Backoff = DEFAULT_BACKOFF,
     clock: Callable[[], datetime] = utc_now,
 ) -> CreateResult:
-    """Store a comment and count it exactly once, even when the request is retried."""
+    """Store a comment and count it exactly once, even when the request is retried.
+
+    With an idempotency key, a repeat returns the comment the first request stored (even if
+    the repeat's text differs) with ``created=False``.
+    """
     comment = Comment(
         comment_id=comment_id_for(new.author, new.idempotency_key),
         product_id=new.product_id,
@@ -96,13 +100,14 @@ async def create_comment(
         author=new.author,
         created_at=new.created_at or keys.format_timestamp(clock()),
     )
-    while True:
+    for _ in range(backoff.attempts):
         if await _commit(table, comment, _create_items, backoff):
             return CreateResult(comment, True)
         existing = await get_comment(table, comment.comment_id)
         if existing is not None:
             return CreateResult(existing, False)
         # Deleted between our attempt and the read: the id is free again, try once more.
+    raise WriteConflict("the comment was created and deleted concurrently; retry later")
 
 
 async def delete_comment(

@@ -31,21 +31,27 @@ def test_ascending() -> None:
     assert result.picks == ((0, 0), (1, 0), (1, 1), (0, 1))
 
 
-@given(
-    st.lists(st.lists(st.integers(0, 10_000), max_size=15, unique=True), min_size=1, max_size=5),
-    st.integers(0, 40),
-    st.booleans(),
-)
-def test_merge_of_complete_streams_equals_sorting(
-    streams: list[list[int]], want: int, descending: bool
-) -> None:
-    # Make keys unique across streams, as GSISKs are.
+def _distinct_sorted(streams: list[list[int]], descending: bool) -> list[list[str]]:
+    """Streams of sort keys, each sorted, no key in two streams (as GSISKs are)."""
     seen: set[int] = set()
-    cleaned = []
+    out = []
     for s in streams:
         own = [k for k in s if k not in seen]
         seen.update(own)
-        cleaned.append(sorted((f"{k:05d}" for k in own), reverse=descending))
+        out.append(sorted((f"{k:05d}" for k in own), reverse=descending))
+    return out
+
+
+_STREAMS = st.lists(
+    st.lists(st.integers(0, 10_000), max_size=15, unique=True), min_size=1, max_size=5
+)
+
+
+@given(_STREAMS, st.integers(0, 40), st.booleans())
+def test_merge_of_complete_streams_equals_sorting(
+    streams: list[list[int]], want: int, descending: bool
+) -> None:
+    cleaned = _distinct_sorted(streams, descending)
     result = merge([Stream(s, True) for s in cleaned], want, descending=descending)
     merged = [cleaned[i][j] for i, j in result.picks]
     expected = sorted((k for s in cleaned for k in s), reverse=descending)[:want]
@@ -53,20 +59,11 @@ def test_merge_of_complete_streams_equals_sorting(
     assert result.complete
 
 
-@given(
-    st.lists(st.lists(st.integers(0, 10_000), max_size=15, unique=True), min_size=1, max_size=5),
-    st.lists(st.integers(0, 15), min_size=5, max_size=5),
-    st.integers(1, 40),
-)
+@given(_STREAMS, st.lists(st.integers(0, 15), min_size=5, max_size=5), st.integers(1, 40))
 def test_partial_streams_emit_only_a_correct_prefix(
     streams: list[list[int]], cut: list[int], want: int
 ) -> None:
-    seen: set[int] = set()
-    full = []
-    for s in streams:
-        own = [k for k in s if k not in seen]
-        seen.update(own)
-        full.append(sorted((f"{k:05d}" for k in own), reverse=True))
+    full = _distinct_sorted(streams, descending=True)
     partial = [Stream(s[: cut[i]], cut[i] >= len(s)) for i, s in enumerate(full)]
     result = merge(partial, want, descending=True)
     merged = [partial[i].keys[j] for i, j in result.picks]
