@@ -35,11 +35,14 @@ def comment_to_item(comment: Comment) -> Item:
     }
     if comment.title is not None:
         item["title"] = {"S": comment.title}
+    if comment.author_name is not None:
+        item["authorName"] = {"S": comment.author_name}
     return item
 
 
 def item_to_comment(item: Item) -> Comment:
     title = item.get("title")
+    name = item.get("authorName")
     return Comment(
         comment_id=item["commentId"]["S"],
         product_id=item["productId"]["S"],
@@ -49,6 +52,7 @@ def item_to_comment(item: Item) -> Comment:
         body=item["body"]["S"],
         author=item["author"]["S"],
         created_at=item["createdAt"]["S"],
+        author_name=None if name is None else name["S"],
     )
 
 

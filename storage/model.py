@@ -29,8 +29,13 @@ class Comment:
     rating: int
     title: str | None
     body: str
-    author: str
+    author: str  # the author's id: who may delete it
     created_at: str  # ISO-8601 UTC with milliseconds
+    author_name: str | None = None  # display name at the time of writing; None: the id
+
+    @property
+    def display_author(self) -> str:
+        return self.author_name or self.author
 
     @property
     def sort_key(self) -> str:
@@ -65,6 +70,7 @@ class NewComment:
     title: str | None = None
     idempotency_key: str | None = None
     created_at: str | None = None
+    author_name: str | None = None
 
     def __post_init__(self) -> None:
         keys.validate_product_id(self.product_id)
@@ -75,6 +81,7 @@ class NewComment:
             self, "title", _check_text("title", self.title, TITLE_MAX, optional=True)
         )
         _check_text("author", self.author, AUTHOR_MAX, optional=False)
+        _check_text("author name", self.author_name, AUTHOR_MAX, optional=True)
         if self.idempotency_key is not None:
             _check_text(
                 "idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX, optional=False

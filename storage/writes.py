@@ -99,6 +99,7 @@ async def create_comment(
         body=new.body,
         author=new.author,
         created_at=new.created_at or keys.format_timestamp(clock()),
+        author_name=new.author_name,
     )
     for _ in range(backoff.attempts):
         if await _commit(table, comment, _create_items, backoff):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from server.cli import main as cli_main
 from storage import keys
-from storage.cli import main as cli_main
 from storage.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef

@@ -1,5 +1,5 @@
 import sys
 
-from storage.cli import main
+from server.cli import main
 
 sys.exit(main())

@@ -1,19 +1,25 @@
-"""Command line for the storage layer: run the engine, create the table, verify counters, explain.
+"""The ``comments`` command: serve the API, manage the table and data, mint dev tokens.
 
-Configuration comes from the environment (``DYNAMODB_ENDPOINT_URL``, ``DYNAMODB_TABLE``,
-``AWS_REGION``) or the matching options.
+Configuration comes from the environment (see the README) or the matching options.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from resolvers.auth import mint
+from schema import build_schema
+from server.app import create_app
+from server.demo import demo_comments
+from server.settings import Settings
+from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
 from storage.cursor import encode_cursor
 from storage.errors import StorageError
@@ -41,6 +47,27 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="comments", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser(
+        "serve", help="run the API (starts DynamoDB Local with demo data unless an endpoint is set)"
+    )
+    serve.add_argument("--host", default=None, help="default: $HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, default=None, help="default: $PORT or 8000")
+
+    seed = sub.add_parser("seed", help="write synthetic demo data (new products only)")
+    _add_connection(seed)
+    seed.add_argument("--products", type=int, default=60)
+    seed.add_argument("--seed", type=int, default=42, help="random seed (same data each time)")
+
+    token = sub.add_parser("token", help="mint a development JWT (HS256, secret $JWT_SECRET)")
+    token.add_argument("sub", help="author id")
+    token.add_argument("--name", help="display name (default: the author id)")
+    token.add_argument("--moderator", action="store_true", help="add the moderator role")
+    token.add_argument("--hours", type=float, default=24.0, help="lifetime (default 24)")
+    token.add_argument("--secret", default=os.environ.get("JWT_SECRET"))
+
+    export = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
+    export.add_argument("--output", type=Path, help="write to this file instead")
 
     engine = sub.add_parser("engine", help="run DynamoDB Local in the foreground")
     engine.add_argument("--port", type=int, default=8000)
@@ -142,12 +169,65 @@ def _engine(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _seed(args: argparse.Namespace) -> int:
+    comments = list(demo_comments(args.products, args.seed))
+
+    def progress(done: int) -> None:
+        print(f"\rwrote {done}/{len(comments)} comments", end="", file=sys.stderr, flush=True)
+
+    async with open_client(_settings(args)) as client:
+        await create_table(client, args.table)
+        written = await load_new_products(TableRef(client, args.table), comments, progress=progress)
+    print(file=sys.stderr)
+    print(f"seeded {written} comments on {len({c.product_id for c in comments})} products")
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    if not args.secret:
+        print("error: set JWT_SECRET (or --secret) to the server's secret", file=sys.stderr)
+        return 2
+    roles = ["moderator"] if args.moderator else []
+    print(
+        mint(args.secret, args.sub, name=args.name, roles=roles, ttl_seconds=int(args.hours * 3600))
+    )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    sdl = build_schema().as_str() + "\n"
+    if args.output is None:
+        sys.stdout.write(sdl)
+    else:
+        args.output.write_text(sdl)
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    settings = Settings(**overrides)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "engine":
             return _engine(args)
-        handler = {"create-table": _create, "verify-stats": _verify, "explain": _explain}
+        sync = {"token": _token, "export-schema": _export, "serve": _serve}
+        if args.command in sync:
+            return sync[args.command](args)
+        handler = {
+            "create-table": _create,
+            "verify-stats": _verify,
+            "explain": _explain,
+            "seed": _seed,
+        }
         return asyncio.run(handler[args.command](args))
     except (EngineError, StorageError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

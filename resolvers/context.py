@@ -1,0 +1,63 @@
+"""The per-request context: a metered view of storage, DataLoaders, the caller, a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from resolvers.errors import StorageUnavailable
+from resolvers.loaders import Loaders
+from storage.metering import Meter, MeteredClient
+from storage.table import TableRef
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Context:
+    table: TableRef  # this request's metered view of the application's table
+    meter: Meter
+    loaders: Loaders
+    request_id: str
+    jwt_secret: str
+    authorization: str | None
+    # Loop time by which every storage call of this request must have finished.
+    deadline: float
+    extra: dict[str, object] = field(default_factory=dict)
+
+    async def storage(self, call: Awaitable[T]) -> T:
+        """Await a storage call within the request's deadline."""
+        try:
+            async with asyncio.timeout_at(self.deadline):
+                return await call
+        except TimeoutError as exc:
+            raise StorageUnavailable("storage did not answer in time; retry") from exc
+
+
+def make_context(
+    app_table: TableRef,
+    *,
+    request_id: str,
+    jwt_secret: str,
+    authorization: str | None,
+    storage_timeout: float,
+) -> Context:
+    """A fresh context: new meter, new loaders, the app's client and 5-star locks."""
+    meter = Meter()
+    table = TableRef(
+        MeteredClient(app_table.client, meter),
+        app_table.name,
+        five_star_locks=app_table.five_star_locks,
+    )
+    deadline = asyncio.get_running_loop().time() + storage_timeout
+    return Context(
+        table=table,
+        meter=meter,
+        loaders=Loaders.for_request(table, deadline),
+        request_id=request_id,
+        jwt_secret=jwt_secret,
+        authorization=authorization,
+        deadline=deadline,
+    )

@@ -1,0 +1,88 @@
+"""Errors that reach GraphQL clients, each with a stable code from the public contract.
+
+    ApiError                   extensions.code
+    ├── BadUserInput           BAD_USER_INPUT
+    ├── Unauthenticated        UNAUTHENTICATED
+    ├── Forbidden              FORBIDDEN
+    ├── NotFound               NOT_FOUND
+    ├── Conflict               CONFLICT (retryable)
+    ├── QueryTooComplex        QUERY_TOO_COMPLEX
+    └── StorageUnavailable     STORAGE_UNAVAILABLE (retryable)
+
+Storage errors are mapped by ``from_storage``; their messages were written for clients
+(no engine details), so they pass through. Anything else is masked by the schema layer.
+"""
+
+from __future__ import annotations
+
+from storage import errors as storage_errors
+
+
+class ApiError(Exception):
+    """An error a client may see, with its contract code."""
+
+    code = "INTERNAL_SERVER_ERROR"
+    retryable = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadUserInput(ApiError):
+    code = "BAD_USER_INPUT"
+
+
+class Unauthenticated(ApiError):
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(ApiError):
+    code = "FORBIDDEN"
+
+
+class NotFound(ApiError):
+    code = "NOT_FOUND"
+
+
+class Conflict(ApiError):
+    code = "CONFLICT"
+    retryable = True
+
+
+class QueryTooComplex(ApiError):
+    code = "QUERY_TOO_COMPLEX"
+
+
+class StorageUnavailable(ApiError):
+    code = "STORAGE_UNAVAILABLE"
+    retryable = True
+
+
+CODES = frozenset(
+    cls.code
+    for cls in (
+        BadUserInput,
+        Unauthenticated,
+        Forbidden,
+        NotFound,
+        Conflict,
+        QueryTooComplex,
+        StorageUnavailable,
+    )
+) | {"INTERNAL_SERVER_ERROR"}
+
+
+def from_storage(exc: BaseException) -> ApiError | None:
+    """The client-facing error for a storage error (or a storage timeout); None otherwise."""
+    if isinstance(exc, storage_errors.InvalidInput):
+        return BadUserInput(str(exc))
+    if isinstance(exc, storage_errors.CommentNotFound):
+        return NotFound("the comment does not exist")
+    if isinstance(exc, storage_errors.NotAuthor):
+        return Forbidden("only the author or a moderator may delete this comment")
+    if isinstance(exc, storage_errors.WriteConflict):
+        return Conflict("the write met too much contention; retry")
+    if isinstance(exc, storage_errors.StorageUnavailable | TimeoutError):
+        return StorageUnavailable("storage is unavailable right now; retry")
+    return None

@@ -1,0 +1,75 @@
+"""Products, their counters and their comment listings: arguments in, storage values out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from resolvers.context import Context
+from storage import keys
+from storage.cursor import encode_cursor
+from storage.errors import InvalidPageRequest
+from storage.executor import Page
+from storage.model import Comment, Direction, ListingFilter, PageRequest, RatingCounts
+from storage.reads import LeaderEntry, leaderboard, list_comments
+
+
+def product_id(raw: str) -> str:
+    """A product id from a client, validated (BAD_USER_INPUT otherwise)."""
+    return keys.validate_product_id(raw)
+
+
+async def counts(ctx: Context, pid: str, language: str | None) -> RatingCounts:
+    """Counters of a product, all languages or one, through the request's stats loader."""
+    lang = None if language is None else keys.validate_language(language)
+    return await ctx.storage(ctx.loaders.stats.load((keys.validate_product_id(pid), lang)))
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One page of a listing with what the connection needs around it."""
+
+    page: Page
+    total: int
+    request: PageRequest
+    has_next: bool
+    has_previous: bool
+
+    def cursor(self, comment: Comment) -> str:
+        return encode_cursor(comment.sort_key)
+
+
+async def comments(
+    ctx: Context,
+    pid: str,
+    *,
+    language: str | None,
+    ratings: list[int] | None,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+) -> Listing:
+    """One page of a product's comments; totals and plan come from the same stats read."""
+    listing = ListingFilter(pid, language, None if ratings is None else frozenset(ratings))
+    request = PageRequest.from_relay(first, after, last, before)
+    stats = await counts(ctx, listing.product_id, listing.language)
+    page = await ctx.storage(list_comments(ctx.table, listing, request, stats=stats))
+    # Relay: the flag for the direction of travel is exact; the other one says whether the
+    # client came from a cursor (items may exist on that side), without a read to prove it.
+    if request.direction is Direction.FORWARD:
+        has_next, has_previous = page.has_more, after is not None
+    else:
+        has_next, has_previous = before is not None, page.has_more
+    return Listing(page, stats.matching(listing.ratings), request, has_next, has_previous)
+
+
+async def comment(ctx: Context, comment_id: str) -> Comment | None:
+    """A comment by id, or None; through the request's comment loader."""
+    return await ctx.storage(ctx.loaders.comments.load(keys.validate_comment_id(comment_id)))
+
+
+async def top_products(ctx: Context, first: int) -> list[LeaderEntry]:
+    """The leaderboard: products by 5-star count, most first."""
+    if not 1 <= first <= 100:
+        raise InvalidPageRequest("first must be between 1 and 100")
+    return await ctx.storage(leaderboard(ctx.table, first))

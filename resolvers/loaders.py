@@ -1,0 +1,55 @@
+"""DataLoaders, made per request: one BatchGetItem (per 100 keys) for all the stats or
+comments a query needs. Keys are validated by the resolvers before they are loaded, so one
+bad key never fails a whole batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from aiodataloader import DataLoader
+
+from storage.model import Comment, RatingCounts
+from storage.reads import batch_get_comments, batch_get_counts
+from storage.table import TableRef
+
+StatsKey = tuple[str, str | None]
+
+
+class StatsByProductLanguageLoader(DataLoader[StatsKey, RatingCounts]):
+    """Counters by (product, language or None); missing items are zero counts."""
+
+    def __init__(self, table: TableRef, deadline: float) -> None:
+        super().__init__()
+        self.table = table
+        self.deadline = deadline
+
+    async def batch_load_fn(self, keys: list[StatsKey]) -> list[RatingCounts]:
+        async with asyncio.timeout_at(self.deadline):
+            return await batch_get_counts(self.table, keys)
+
+
+class CommentByIdLoader(DataLoader[str, Comment | None]):
+    """Comments by id, None for ids that do not exist."""
+
+    def __init__(self, table: TableRef, deadline: float) -> None:
+        super().__init__()
+        self.table = table
+        self.deadline = deadline
+
+    async def batch_load_fn(self, keys: list[str]) -> list[Comment | None]:
+        async with asyncio.timeout_at(self.deadline):
+            return await batch_get_comments(self.table, keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Loaders:
+    stats: StatsByProductLanguageLoader
+    comments: CommentByIdLoader
+
+    @classmethod
+    def for_request(cls, table: TableRef, deadline: float) -> Loaders:
+        return cls(
+            StatsByProductLanguageLoader(table, deadline), CommentByIdLoader(table, deadline)
+        )

@@ -1,0 +1,60 @@
+"""The GraphQL schema (Strawberry): types, roots and the extensions that shape responses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import strawberry
+from strawberry.extensions import (
+    AddValidationRules,
+    DisableIntrospection,
+    MaxTokensLimiter,
+    ParserCache,
+    SchemaExtension,
+    ValidationCache,
+)
+from strawberry.schema.config import StrawberryConfig
+
+from schema.comment import Comment
+from schema.errors import ErrorCodes, StorageReport
+from schema.limits import alias_limit, depth_limit
+from schema.mutation import Mutation
+from schema.product import Product
+from schema.query import Query
+from schema.scalars import SCALARS
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaOptions:
+    max_depth: int = 12
+    max_aliases: int = 30
+    max_tokens: int = 2000
+    introspection: bool = True
+
+
+def build_schema(options: SchemaOptions = SchemaOptions()) -> strawberry.Schema:
+    # Extensions are made per request (classes or factories); the parser and validation
+    # caches live at module level, and the rule classes are made once here so that the
+    # validation cache recognises them.
+    rules = [depth_limit(options.max_depth), alias_limit(options.max_aliases)]
+    extensions: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
+        ErrorCodes,
+        StorageReport,
+        lambda: MaxTokensLimiter(max_token_count=options.max_tokens),
+        lambda: AddValidationRules(rules),
+        lambda: ParserCache(maxsize=512),
+        lambda: ValidationCache(maxsize=512),
+    ]
+    if not options.introspection:
+        extensions.append(DisableIntrospection)
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        types=[Product, Comment],
+        extensions=extensions,
+        config=StrawberryConfig(auto_camel_case=True, scalar_map=SCALARS),
+    )
+
+
+__all__ = ["SchemaOptions", "build_schema"]

@@ -1,0 +1,146 @@
+"""Comment, and the keyset connection that pages through them with its EXPLAIN."""
+
+from __future__ import annotations
+
+from typing import Self
+
+import strawberry
+from strawberry import relay
+
+from resolvers.listing import Listing
+from schema.context import Info
+from schema.product import Product
+from schema.scalars import DateTime
+from storage import model
+from storage.executor import ExecutedQuery, Page
+
+
+@strawberry.type(description="A comment (review) on a product.")
+class Comment(relay.Node):
+    comment_id: strawberry.ID = strawberry.field(description="The comment's own identifier.")
+    product_id: strawberry.ID = strawberry.field(description="The product commented on.")
+    rating: int = strawberry.field(description="1 to 5 stars.")
+    language: str = strawberry.field(description="BCP 47 language tag, lower case.")
+    title: str | None = strawberry.field(description="Optional title, at most 200 characters.")
+    body: str = strawberry.field(description="The text of the comment.")
+    author: str = strawberry.field(description="Display name of the author.")
+    author_id: strawberry.ID = strawberry.field(
+        description="Identifier of the author (the token's sub)."
+    )
+    created_at: DateTime = strawberry.field(
+        description="When the comment was written (UTC, milliseconds)."
+    )
+
+    @classmethod
+    def resolve_id(cls, root: Self, *, info: Info) -> str:
+        return str(root.comment_id)
+
+    @classmethod
+    def of(cls, c: model.Comment) -> Self:
+        return cls(
+            comment_id=strawberry.ID(c.comment_id),
+            product_id=strawberry.ID(c.product_id),
+            rating=c.rating,
+            language=c.language,
+            title=c.title,
+            body=c.body,
+            author=c.display_author,
+            author_id=strawberry.ID(c.author),
+            created_at=DateTime(c.created_at),
+        )
+
+    @strawberry.field(description="The product commented on.")
+    def product(self) -> Product:
+        return Product.of(self.product_id)
+
+
+@strawberry.type(description="One storage query issued for a page.")
+class PlannedQuery:
+    index: str = strawberry.field(description="The DynamoDB index queried.")
+    partition_key: str = strawberry.field(description="The partition read.")
+    limit: int = strawberry.field(description="The Limit asked for.")
+    items_read: int = strawberry.field(description="Items storage read for this query.")
+    round: int = strawberry.field(
+        description="1 for the first, concurrent round; 2 for top-ups the merge needed."
+    )
+    ranged: bool = strawberry.field(
+        description="True for a top-up that read a key range up to a cut key."
+    )
+
+    @classmethod
+    def of(cls, q: ExecutedQuery) -> Self:
+        return cls(
+            index=q.index,
+            partition_key=q.partition_key,
+            limit=q.limit,
+            items_read=q.items_read,
+            round=q.round,
+            ranged=q.ranged,
+        )
+
+
+@strawberry.type(description="How storage answered this page (EXPLAIN).")
+class QueryPlan:
+    strategy: str = strawberry.field(
+        description="ALL, BY_LANG, BY_RATING, BY_LANG_AND_RATING, FAN_OUT, "
+        "FILTERED_SCAN_OF_INDEX or EMPTY."
+    )
+    index: str | None = strawberry.field(description="Index queried, null when no query ran.")
+    queries: list[PlannedQuery] = strawberry.field(
+        description="One entry per storage query issued for this page."
+    )
+    skipped_ratings: list[int] = strawberry.field(
+        description="Ratings left out because their count is zero."
+    )
+    items_read: int = strawberry.field(
+        description="Items storage read to build this page (the page itself included)."
+    )
+    rounds: int = strawberry.field(description="Sequential rounds of queries (0 to 2).")
+    read_capacity_units: float = strawberry.field(
+        description="Read capacity the page's queries consumed."
+    )
+    explain: str = strawberry.field(description="The plan as text, as the planner prints it.")
+
+    @classmethod
+    def of(cls, page: Page) -> Self:
+        plan = page.plan
+        return cls(
+            strategy=plan.strategy.value,
+            index=None if plan.index is None else plan.index.value,
+            queries=[PlannedQuery.of(q) for q in page.executed],
+            skipped_ratings=list(plan.skipped_ratings),
+            items_read=page.items_read,
+            rounds=page.rounds,
+            read_capacity_units=page.capacity_units,
+            explain=plan.explain(),
+        )
+
+
+@strawberry.type(
+    name="CommentConnection",
+    description="A page of comments, newest first, with exact totals and its EXPLAIN.",
+)
+class CommentConnection(relay.Connection[Comment]):
+    nodes: list[Comment] = strawberry.field(description="The comments of this page, in order.")
+    total_count: int = strawberry.field(
+        description="Exact number of comments matching the filter, from the maintained "
+        "counters (no scan)."
+    )
+    plan: QueryPlan = strawberry.field(description="How storage answered this page (EXPLAIN).")
+
+    @classmethod
+    def from_listing(cls, listing: Listing) -> Self:
+        comments = [Comment.of(c) for c in listing.page.comments]
+        cursors = [listing.cursor(c) for c in listing.page.comments]
+        return cls(
+            edges=[relay.Edge(cursor=k, node=c) for k, c in zip(cursors, comments, strict=True)],
+            nodes=comments,
+            page_info=relay.PageInfo(
+                has_next_page=listing.has_next,
+                has_previous_page=listing.has_previous,
+                start_cursor=cursors[0] if cursors else None,
+                end_cursor=cursors[-1] if cursors else None,
+            ),
+            total_count=listing.total,
+            plan=QueryPlan.of(listing.page),
+        )

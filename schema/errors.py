@@ -1,0 +1,87 @@
+"""Every error leaves with a contract code; unexpected ones are masked with a request id.
+
+Parse and validation errors (including our complexity rules) carry their code or become
+BAD_USER_INPUT; errors raised by resolvers are ApiErrors or storage errors and are mapped;
+anything else is logged with the request id and replaced by INTERNAL_SERVER_ERROR, so no
+stack trace, AWS error text or key format reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from graphql import ExecutionResult as GraphQLExecutionResult
+from graphql.error import GraphQLError
+from strawberry.extensions import SchemaExtension
+from strawberry.types.execution import ExecutionResult
+
+from resolvers.context import Context
+from resolvers.errors import CODES, ApiError, from_storage
+
+log = logging.getLogger("comments.errors")
+TOKEN_LIMIT_PREFIX = "Syntax Error: Document contains more than"
+
+
+def _request_id(context: object) -> str:
+    return context.request_id if isinstance(context, Context) else "unknown"
+
+
+def classify(error: GraphQLError, request_id: str) -> tuple[str, str, dict[str, Any]]:
+    """(code, message, extra extensions) for one error."""
+    original = error.original_error
+    if isinstance(original, ApiError):
+        return original.code, original.message, {"retryable": True} if original.retryable else {}
+    if original is not None:
+        mapped = from_storage(original)
+        if mapped is not None:
+            extra = {"retryable": True} if mapped.retryable else {}
+            return mapped.code, mapped.message, extra
+        if not isinstance(original, GraphQLError):
+            log.error("request %s: unexpected error", request_id, exc_info=original)
+            message = f"Internal server error (request id {request_id})"
+            return "INTERNAL_SERVER_ERROR", message, {"requestId": request_id}
+    code = (error.extensions or {}).get("code")
+    if isinstance(code, str) and code in CODES:
+        return code, error.message, {}
+    if error.message.startswith(TOKEN_LIMIT_PREFIX):
+        return "QUERY_TOO_COMPLEX", "The query has too many tokens.", {}
+    # Syntax errors, unknown fields, wrong argument types: the client's request is at fault.
+    return "BAD_USER_INPUT", error.message, {}
+
+
+class ErrorCodes(SchemaExtension):
+    """Rewrites each error of the result with its contract code."""
+
+    def on_operation(self) -> Iterator[None]:
+        yield
+        result = self.execution_context.result
+        if not isinstance(result, GraphQLExecutionResult | ExecutionResult) or not result.errors:
+            return
+        request_id = _request_id(self.execution_context.context)
+        rewritten = []
+        for error in result.errors:
+            code, message, extra = classify(error, request_id)
+            rewritten.append(
+                GraphQLError(
+                    message,
+                    nodes=error.nodes,
+                    source=error.source,
+                    positions=error.positions,
+                    path=error.path,
+                    original_error=None,
+                    extensions={"code": code, **extra},
+                )
+            )
+        result.errors = rewritten
+
+
+class StorageReport(SchemaExtension):
+    """Adds this request's storage calls, items read and capacity to ``extensions``."""
+
+    def get_results(self) -> dict[str, Any]:
+        context = self.execution_context.context
+        if not isinstance(context, Context):
+            return {}
+        return {"storage": context.meter.summary(), "requestId": context.request_id}

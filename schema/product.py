@@ -1,0 +1,115 @@
+"""Product, its counters and the leaderboard entry."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Self
+
+import strawberry
+from strawberry import relay
+
+from resolvers import listing
+from schema.context import Info
+from schema.scalars import DateTime
+from storage import keys
+from storage.model import RatingCounts
+from storage.reads import LeaderEntry
+
+if TYPE_CHECKING:
+    from schema.comment import CommentConnection
+
+
+@strawberry.type(description="How many comments carry one rating.")
+class RatingCount:
+    rating: int = strawberry.field(description="The rating, 1 to 5.")
+    count: int = strawberry.field(description="Exact number of comments with this rating.")
+
+
+@strawberry.type(description="Counts per rating for a product, all languages or one (AP7-AP10).")
+class RatingStats:
+    language: str | None = strawberry.field(
+        description="The language counted, or null for all languages."
+    )
+    total: int = strawberry.field(description="Exact number of comments counted.")
+    average: float | None = strawberry.field(description="Mean rating, null when total is 0.")
+    histogram: list[RatingCount] = strawberry.field(
+        description="Always five entries, ratings 5 down to 1."
+    )
+
+    @classmethod
+    def from_counts(cls, counts: RatingCounts) -> Self:
+        return cls(
+            language=counts.language,
+            total=counts.total,
+            average=counts.average,
+            histogram=[
+                RatingCount(rating=r, count=counts.count(r)) for r in reversed(keys.RATINGS)
+            ],
+        )
+
+
+@strawberry.type(description="A product, by the shop's own identifier. Comments hang off it.")
+class Product(relay.Node):
+    product_id: strawberry.ID = strawberry.field(description="The shop's identifier.")
+
+    @classmethod
+    def resolve_id(cls, root: Self, *, info: Info) -> str:
+        return str(root.product_id)
+
+    @classmethod
+    def of(cls, product_id: str) -> Self:
+        return cls(product_id=strawberry.ID(product_id))
+
+    @strawberry.field(
+        description="Counts per rating (AP7-AP10); language null means all languages."
+    )
+    async def stats(self, info: Info, language: str | None = None) -> RatingStats:
+        return RatingStats.from_counts(
+            await listing.counts(info.context, self.product_id, language)
+        )
+
+    @strawberry.field(
+        description="AP1-AP3, AP6: comments newest first. ratings: any subset of 1..5 (empty or "
+        "null = all). first/last: 0..100 (default 20). Cursors are opaque keyset positions."
+    )
+    async def comments(
+        self,
+        info: Info,
+        language: str | None = None,
+        ratings: list[int] | None = None,
+        first: int | None = None,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> Annotated[CommentConnection, strawberry.lazy("schema.comment")]:
+        from schema.comment import CommentConnection
+
+        page = await listing.comments(
+            info.context,
+            self.product_id,
+            language=language,
+            ratings=ratings,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+        return CommentConnection.from_listing(page)
+
+    @strawberry.field(description="When the newest comment was written; null without comments.")
+    async def last_commented_at(self, info: Info) -> DateTime | None:
+        counts = await listing.counts(info.context, self.product_id, None)
+        last = counts.last_commented_at
+        return None if last is None else DateTime(last)
+
+
+@strawberry.type(description="A place on the leaderboard of 5-star comments (AP11).")
+class ProductRanking:
+    rank: int = strawberry.field(description="1 for the product with the most 5-star comments.")
+    five_star_count: int = strawberry.field(description="Exact number of 5-star comments.")
+    product: Product = strawberry.field(description="The product ranked.")
+
+    @classmethod
+    def of(cls, rank: int, entry: LeaderEntry) -> Self:
+        return cls(
+            rank=rank, five_star_count=entry.five_star_count, product=Product.of(entry.product_id)
+        )

@@ -1,0 +1,1 @@
+"""The HTTP server, its settings and the command line."""

@@ -1,0 +1,176 @@
+"""The Starlette application: GraphQL (with GraphiQL), health check, lifespan-owned storage."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+
+from resolvers.auth import mint
+from resolvers.context import Context, make_context
+from schema import SchemaOptions, build_schema
+from server.demo import demo_comments
+from server.settings import Settings
+from storage.bulk import load_new_products
+from storage.client import ClientSettings, open_client
+from storage.local_engine import LocalEngine
+from storage.retry import ENGINE_ERRORS
+from storage.table import TableRef, create_table
+from storage.types import DynamoClient
+
+log = logging.getLogger("comments.server")
+
+
+@dataclass(slots=True)
+class Runtime:
+    """What the lifespan opened: one client (and engine) for the application's lifetime."""
+
+    table: TableRef
+    jwt_secret: str
+    settings: Settings
+
+
+class GraphQLApp(GraphQL[Context, None]):
+    """Strawberry's ASGI view with our per-request context."""
+
+    def __init__(self, runtime: RuntimeHolder, settings: Settings) -> None:
+        super().__init__(
+            build_schema(SchemaOptions(introspection=settings.introspection)),
+            graphql_ide="graphiql" if settings.graphiql else None,
+            allow_queries_via_get=False,
+        )
+        self.runtime = runtime
+
+    async def get_context(
+        self, request: Request | WebSocket, response: Response | WebSocket
+    ) -> Context:
+        runtime = self.runtime.get()
+        request_id = uuid.uuid4().hex
+        if isinstance(response, Response):
+            response.headers["X-Request-Id"] = request_id
+        return make_context(
+            runtime.table,
+            request_id=request_id,
+            jwt_secret=runtime.jwt_secret,
+            authorization=request.headers.get("authorization"),
+            storage_timeout=runtime.settings.storage_timeout,
+        )
+
+
+class RuntimeHolder:
+    """Filled by the lifespan; routes read it per request."""
+
+    def __init__(self) -> None:
+        self._runtime: Runtime | None = None
+
+    def get(self) -> Runtime:
+        if self._runtime is None:
+            raise RuntimeError("the application has not started")
+        return self._runtime
+
+    def set(self, runtime: Runtime | None) -> None:
+        self._runtime = runtime
+
+
+def _progress(total: int) -> Callable[[int], None]:
+    def show(done: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        bar = "#" * filled + "-" * (width - filled)
+        print(f"\rseeding demo data [{bar}] {done}/{total}", end="", file=sys.stderr, flush=True)
+        if done >= total:
+            print(file=sys.stderr)
+
+    return show
+
+
+async def _seed_demo(table: TableRef, settings: Settings) -> None:
+    comments = list(demo_comments(settings.demo_products))
+    await load_new_products(table, comments, progress=_progress(len(comments)))
+
+
+def create_app(
+    settings: Settings | None = None, *, client: DynamoClient | None = None
+) -> Starlette:
+    """The application. ``client`` lets tests supply storage; otherwise the lifespan opens it
+    (and starts DynamoDB Local first when no endpoint is configured)."""
+    settings = settings or Settings()
+    holder = RuntimeHolder()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            secret = settings.jwt_secret
+            endpoint = settings.dynamodb_endpoint_url
+            created = False
+            if client is not None:
+                opened = client
+            else:
+                if settings.embedded:
+                    engine = LocalEngine(data_dir=settings.data_dir)
+                    await asyncio.to_thread(engine.start)
+                    stack.callback(engine.stop)
+                    endpoint = engine.endpoint_url
+                    log.info(
+                        "DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir
+                    )
+                elif secret is None:
+                    raise RuntimeError("JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is")
+                opened = await stack.enter_async_context(
+                    open_client(ClientSettings(endpoint_url=endpoint, region=settings.aws_region))
+                )
+            table = TableRef(opened, settings.dynamodb_table)
+            if settings.embedded and client is None:
+                created = await create_table(opened, settings.dynamodb_table)
+                if created and settings.seed_demo:
+                    await _seed_demo(table, settings)
+            if secret is None:
+                secret = secrets.token_urlsafe(32)
+                token = mint(secret, "dev-user", name="Dev User", roles=["moderator"])
+                print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
+                print(f"Dev token (moderator, 24 h): {token}", file=sys.stderr)
+            holder.set(Runtime(table, secret, settings))
+            try:
+                yield
+            finally:
+                holder.set(None)
+
+    async def healthz(request: Request) -> Response:
+        runtime = holder.get()
+        try:
+            async with asyncio.timeout(runtime.settings.storage_timeout):
+                await runtime.table.client.describe_table(TableName=runtime.table.name)
+        except (*ENGINE_ERRORS, TimeoutError):
+            return JSONResponse({"status": "unavailable", "storage": "down"}, status_code=503)
+        return JSONResponse({"status": "ok", "storage": "up"})
+
+    middleware = []
+    if settings.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.cors_origins,
+                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_headers=["authorization", "content-type"],
+            )
+        )
+    graphql = GraphQLApp(holder, settings)
+    return Starlette(
+        routes=[Route("/healthz", healthz), Route("/graphql", graphql)],
+        middleware=middleware,
+        lifespan=lifespan,
+    )

@@ -1,0 +1,91 @@
+"""Synthetic but realistic demo data: many products, J-shaped ratings, skewed languages."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+from storage import keys
+from storage.model import Comment
+from storage.writes import comment_id_for
+
+LANGUAGES = {"en": 0.50, "de": 0.20, "fr": 0.12, "es": 0.10, "pt-br": 0.05, "ja": 0.03}
+RATINGS = {5: 0.55, 4: 0.20, 1: 0.12, 3: 0.08, 2: 0.05}
+PHRASES = {
+    "en": [
+        "Works as described",
+        "Great value",
+        "Broke after a week",
+        "Would buy again",
+        "Not what I expected",
+        "Fast delivery",
+        "Sturdy and well made",
+        "Too small",
+    ],
+    "de": [
+        "Wie beschrieben",
+        "Sehr gutes Produkt",
+        "Leider defekt",
+        "Gerne wieder",
+        "Schnelle Lieferung",
+        "Qualitativ hochwertig",
+        "Zu klein",
+    ],
+    "fr": [
+        "Conforme à la description",
+        "Très bon rapport qualité-prix",
+        "Cassé rapidement",
+        "Je recommande",
+        "Livraison rapide",
+        "Un peu petit",
+    ],
+    "es": [
+        "Tal como se describe",
+        "Muy buena calidad",
+        "Se rompió pronto",
+        "Lo recomiendo",
+        "Envío rápido",
+    ],
+    "pt-br": [
+        "Exatamente como descrito",
+        "Ótimo custo-benefício",
+        "Quebrou logo",
+        "Recomendo",
+        "Entrega rápida",
+    ],
+    "ja": ["説明どおりです", "とても良い", "すぐに壊れました", "また買いたい", "配送が速い"],
+}
+AUTHORS = ["ana", "ben", "chloe", "dmitri", "emma", "farid", "grace", "hiro", "ines", "jonas"]
+
+
+def demo_comments(products: int, seed: int = 42) -> Iterator[Comment]:
+    """Comments for ``products`` products plus one hot product, deterministic per seed."""
+    rng = random.Random(seed)
+    end = datetime(2026, 11, 1, tzinfo=UTC)
+    span = timedelta(days=3 * 365).total_seconds()
+    plan = [("sku-hot", 2000)] + [
+        (f"sku-{n:04d}", int(rng.paretovariate(1.2) * 8) % 400) for n in range(1, products + 1)
+    ]
+    for product_id, count in plan:
+        # Some products lack whole ratings: drop one or two at random.
+        ratings = dict(RATINGS)
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            ratings.pop(rng.choice(list(ratings)), None)
+        for n in range(count):
+            language = rng.choices(list(LANGUAGES), weights=list(LANGUAGES.values()))[0]
+            rating = rng.choices(list(ratings), weights=list(ratings.values()))[0]
+            moment = end - timedelta(seconds=rng.random() * span)
+            author = rng.choice(AUTHORS)
+            phrase = rng.choice(PHRASES[language])
+            yield Comment(
+                comment_id=comment_id_for(author, f"demo-{product_id}-{n}"),
+                product_id=product_id,
+                language=language,
+                rating=rating,
+                title=phrase if rng.random() < 0.7 else None,
+                body=f"{phrase}. " * rng.randint(1, 4),
+                author=author,
+                created_at=keys.format_timestamp(moment),
+                author_name=author.capitalize(),
+            )

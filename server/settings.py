@@ -1,0 +1,42 @@
+"""Configuration from the environment (pydantic-settings); see the README's table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    # Unset: the server starts DynamoDB Local itself, with data under DATA_DIR.
+    dynamodb_endpoint_url: str | None = None
+    dynamodb_table: str = "comments"
+    aws_region: str = "us-east-1"
+    # Unset in embedded mode: generated at start-up, with a dev token printed.
+    jwt_secret: str | None = None
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    graphiql: bool = True
+    introspection: bool = True
+    data_dir: Path = Path(".data")
+    # Every storage call of one request must finish within this many seconds.
+    storage_timeout: float = Field(default=5.0, gt=0)
+    # Demo data written on the first start of the embedded engine.
+    seed_demo: bool = True
+    demo_products: int = Field(default=60, ge=0)
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @property
+    def embedded(self) -> bool:
+        return not self.dynamodb_endpoint_url

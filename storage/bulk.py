@@ -1,0 +1,102 @@
+"""Bulk loading of new products' comments with exact counters (BatchWriteItem).
+
+For seeding: the products must have no comments yet (checked first), so their stats items
+can be written whole from what is loaded, leaderboard entry included.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from storage import keys
+from storage.errors import InvalidInput, StorageUnavailable
+from storage.items import (
+    COUNT_ATTRS,
+    LAST_ATTR,
+    LEADER_ATTR,
+    TOTAL_ATTR,
+    comment_to_item,
+    stats_key,
+)
+from storage.model import Comment
+from storage.reads import batch_get_counts
+from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff
+from storage.table import SORT_KEY, TableRef
+from storage.types import Item
+
+BATCH_WRITE_MAX = 25
+
+
+async def load_new_products(
+    table: TableRef,
+    comments: Sequence[Comment],
+    *,
+    progress: Callable[[int], None] | None = None,
+    backoff: Backoff = DEFAULT_BACKOFF,
+) -> int:
+    """Write comments of products that have none yet, then their exact counters.
+
+    Raises InvalidInput if any of the products already has comments (its counters would
+    no longer be exact). Returns the number of comments written.
+    """
+    products = sorted({c.product_id for c in comments})
+    existing = await batch_get_counts(table, [(p, None) for p in products])
+    taken = [c.product_id for c in existing if c.total > 0]
+    if taken:
+        raise InvalidInput(f"products already have comments: {', '.join(taken[:5])}")
+    written = 0
+    for start in range(0, len(comments), BATCH_WRITE_MAX):
+        chunk = comments[start : start + BATCH_WRITE_MAX]
+        await _write(table, [{"PutRequest": {"Item": comment_to_item(c)}} for c in chunk], backoff)
+        written += len(chunk)
+        if progress is not None:
+            progress(written)
+    stats = _stats_items(comments)
+    for start in range(0, len(stats), BATCH_WRITE_MAX):
+        items = stats[start : start + BATCH_WRITE_MAX]
+        await _write(table, [{"PutRequest": {"Item": item}} for item in items], backoff)
+    return written
+
+
+def _stats_items(comments: Sequence[Comment]) -> list[Item]:
+    counts: Counter[tuple[str, str | None, int]] = Counter()
+    newest: dict[tuple[str, str | None], str] = {}
+    for c in comments:
+        for scope in ((c.product_id, None), (c.product_id, c.language)):
+            counts[(*scope, c.rating)] += 1
+            if c.created_at > newest.get(scope, ""):
+                newest[scope] = c.created_at
+    items = []
+    for (pid, lang), last in sorted(newest.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        by_rating = [counts[(pid, lang, r)] for r in keys.RATINGS]
+        item: dict[str, Any] = {
+            **stats_key(pid, lang),
+            "productId": {"S": pid},
+            TOTAL_ATTR: {"N": str(sum(by_rating))},
+            LAST_ATTR: {"S": last},
+        }
+        for attr, n in zip(COUNT_ATTRS, by_rating, strict=True):
+            item[attr] = {"N": str(n)}
+        if lang is not None:
+            item["language"] = {"S": lang}
+        elif by_rating[4] > 0:
+            item[LEADER_ATTR] = {"S": keys.LEADERS}
+            item[SORT_KEY] = {"S": keys.leader_sort_key(by_rating[4])}
+        items.append(item)
+    return items
+
+
+async def _write(table: TableRef, requests: list[dict[str, Any]], backoff: Backoff) -> None:
+    pending: dict[str, Any] = {table.name: requests}
+    for attempt in range(1, backoff.attempts + 1):
+        try:
+            response = await table.client.batch_write_item(RequestItems=pending)
+        except ENGINE_ERRORS as exc:
+            raise StorageUnavailable("bulk write failed") from exc
+        pending = response.get("UnprocessedItems") or {}
+        if not pending:
+            return
+        await backoff.sleep(attempt)
+    raise StorageUnavailable("storage kept some writes unprocessed")

@@ -1,0 +1,119 @@
+"""Counting what one request asks of storage: calls, items read, capacity consumed.
+
+``MeteredClient`` wraps the application's client for one request. It asks DynamoDB to
+return consumed capacity on every call that can report it and adds it up in a ``Meter``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.types import DynamoClient, Response
+
+_CAPACITY_CALLS = frozenset(
+    {
+        "query",
+        "scan",
+        "get_item",
+        "batch_get_item",
+        "batch_write_item",
+        "transact_write_items",
+        "update_item",
+        "put_item",
+        "delete_item",
+    }
+)
+
+
+@dataclass(slots=True)
+class Meter:
+    calls: dict[str, int] = field(default_factory=dict)
+    items_read: int = 0
+    read_capacity: float = 0.0
+    write_capacity: float = 0.0
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    def record(self, operation: str, response: Response) -> None:
+        self.calls[operation] = self.calls.get(operation, 0) + 1
+        if operation in ("query", "scan"):
+            self.items_read += int(response.get("ScannedCount", 0))
+        elif operation == "get_item":
+            self.items_read += 1 if response.get("Item") else 0
+        elif operation == "batch_get_item":
+            self.items_read += sum(len(v) for v in response.get("Responses", {}).values())
+        capacity = response.get("ConsumedCapacity") or []
+        for entry in capacity if isinstance(capacity, list) else [capacity]:
+            units = float(entry.get("CapacityUnits", 0.0))
+            reads = entry.get("ReadCapacityUnits")
+            writes = entry.get("WriteCapacityUnits")
+            if reads is not None or writes is not None:
+                self.read_capacity += float(reads or 0.0)
+                self.write_capacity += float(writes or 0.0)
+            elif operation in ("query", "scan", "get_item", "batch_get_item"):
+                self.read_capacity += units
+            else:
+                self.write_capacity += units
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "calls": self.total_calls,
+            "callsByOperation": dict(sorted(self.calls.items())),
+            "itemsRead": self.items_read,
+            "readCapacityUnits": round(self.read_capacity, 3),
+            "writeCapacityUnits": round(self.write_capacity, 3),
+        }
+
+
+class MeteredClient:
+    """A DynamoClient that records every call in a Meter."""
+
+    def __init__(self, inner: DynamoClient, meter: Meter) -> None:
+        self.inner = inner
+        self.meter = meter
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation in _CAPACITY_CALLS:
+            kwargs.setdefault("ReturnConsumedCapacity", "TOTAL")
+        response: Response = await getattr(self.inner, operation)(**kwargs)
+        self.meter.record(operation, response)
+        return response
+
+    async def query(self, **kwargs: Any) -> Response:
+        return await self._call("query", kwargs)
+
+    async def get_item(self, **kwargs: Any) -> Response:
+        return await self._call("get_item", kwargs)
+
+    async def batch_get_item(self, **kwargs: Any) -> Response:
+        return await self._call("batch_get_item", kwargs)
+
+    async def batch_write_item(self, **kwargs: Any) -> Response:
+        return await self._call("batch_write_item", kwargs)
+
+    async def transact_write_items(self, **kwargs: Any) -> Response:
+        return await self._call("transact_write_items", kwargs)
+
+    async def update_item(self, **kwargs: Any) -> Response:
+        return await self._call("update_item", kwargs)
+
+    async def put_item(self, **kwargs: Any) -> Response:
+        return await self._call("put_item", kwargs)
+
+    async def delete_item(self, **kwargs: Any) -> Response:
+        return await self._call("delete_item", kwargs)
+
+    async def scan(self, **kwargs: Any) -> Response:
+        return await self._call("scan", kwargs)
+
+    async def create_table(self, **kwargs: Any) -> Response:
+        return await self._call("create_table", kwargs)
+
+    async def describe_table(self, **kwargs: Any) -> Response:
+        return await self._call("describe_table", kwargs)
+
+    async def delete_table(self, **kwargs: Any) -> Response:
+        return await self._call("delete_table", kwargs)

@@ -1,0 +1,51 @@
+"""schema.graphql is generated from the code and must not drift; every field is described."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from graphql import GraphQLInputObjectType, GraphQLInterfaceType, GraphQLObjectType
+
+from schema import build_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT = ROOT.parent / "shared" / "design" / "contract.graphql"
+CHECKER = ROOT.parent / "shared" / "tools" / "contract_check.py"
+
+
+def test_committed_schema_matches_the_code() -> None:
+    committed = (ROOT / "schema.graphql").read_text()
+    generated = build_schema().as_str() + "\n"
+    assert committed == generated, (
+        "schema.graphql is stale: run `comments export-schema --output schema.graphql`"
+    )
+
+
+def test_every_field_and_type_has_a_description() -> None:
+    schema = build_schema()._schema
+    missing = []
+    for name, type_ in schema.type_map.items():
+        if name.startswith("__") or not isinstance(
+            type_, GraphQLObjectType | GraphQLInterfaceType | GraphQLInputObjectType
+        ):
+            continue
+        if not type_.description:
+            missing.append(name)
+        for field_name, field in type_.fields.items():
+            if not field.description:
+                missing.append(f"{name}.{field_name}")
+    assert missing == []
+
+
+def test_schema_honours_the_contract() -> None:
+    if not CHECKER.exists():  # the contract lives beside the checkout, as in CI
+        raise AssertionError(f"missing {CHECKER}")
+    result = subprocess.run(
+        [sys.executable, str(CHECKER), str(ROOT / "schema.graphql"), str(CONTRACT)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
