@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import strawberry
+from graphql import GraphQLError
 from strawberry.extensions import (
     AddValidationRules,
     DisableIntrospection,
@@ -15,9 +16,10 @@ from strawberry.extensions import (
     ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
+from strawberry.types import ExecutionContext
 
 from schema.comment import Comment
-from schema.errors import ErrorCodes, StorageReport
+from schema.errors import StorageReport, with_codes
 from schema.limits import alias_limit, depth_limit
 from schema.mutation import Mutation
 from schema.product import Product
@@ -33,13 +35,22 @@ class SchemaOptions:
     introspection: bool = True
 
 
-def build_schema(options: SchemaOptions = SchemaOptions()) -> strawberry.Schema:
+class CommentsSchema(strawberry.Schema):
+    """Strawberry's schema without its per-error logging: ``with_codes`` logs the unexpected
+    errors once, with the request id; client mistakes are not worth a log line."""
+
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        return None
+
+
+def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
     # Extensions are made per request (classes or factories); the parser and validation
     # caches live at module level, and the rule classes are made once here so that the
     # validation cache recognises them.
     rules = [depth_limit(options.max_depth), alias_limit(options.max_aliases)]
     extensions: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
-        ErrorCodes,
         StorageReport,
         lambda: MaxTokensLimiter(max_token_count=options.max_tokens),
         lambda: AddValidationRules(rules),
@@ -48,7 +59,7 @@ def build_schema(options: SchemaOptions = SchemaOptions()) -> strawberry.Schema:
     ]
     if not options.introspection:
         extensions.append(DisableIntrospection)
-    return strawberry.Schema(
+    return CommentsSchema(
         query=Query,
         mutation=Mutation,
         types=[Product, Comment],
@@ -57,4 +68,4 @@ def build_schema(options: SchemaOptions = SchemaOptions()) -> strawberry.Schema:
     )
 
 
-__all__ = ["SchemaOptions", "build_schema"]
+__all__ = ["CommentsSchema", "SchemaOptions", "build_schema", "with_codes"]

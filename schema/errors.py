@@ -9,23 +9,16 @@ stack trace, AWS error text or key format reaches a client.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
-from graphql import ExecutionResult as GraphQLExecutionResult
 from graphql.error import GraphQLError
 from strawberry.extensions import SchemaExtension
-from strawberry.types.execution import ExecutionResult
 
 from resolvers.context import Context
 from resolvers.errors import CODES, ApiError, from_storage
 
 log = logging.getLogger("comments.errors")
 TOKEN_LIMIT_PREFIX = "Syntax Error: Document contains more than"
-
-
-def _request_id(context: object) -> str:
-    return context.request_id if isinstance(context, Context) else "unknown"
 
 
 def classify(error: GraphQLError, request_id: str) -> tuple[str, str, dict[str, Any]]:
@@ -51,30 +44,27 @@ def classify(error: GraphQLError, request_id: str) -> tuple[str, str, dict[str, 
     return "BAD_USER_INPUT", error.message, {}
 
 
-class ErrorCodes(SchemaExtension):
-    """Rewrites each error of the result with its contract code."""
+def with_codes(errors: list[GraphQLError], request_id: str) -> list[GraphQLError]:
+    """The errors of a result, each rewritten with its contract code.
 
-    def on_operation(self) -> Iterator[None]:
-        yield
-        result = self.execution_context.result
-        if not isinstance(result, GraphQLExecutionResult | ExecutionResult) or not result.errors:
-            return
-        request_id = _request_id(self.execution_context.context)
-        rewritten = []
-        for error in result.errors:
-            code, message, extra = classify(error, request_id)
-            rewritten.append(
-                GraphQLError(
-                    message,
-                    nodes=error.nodes,
-                    source=error.source,
-                    positions=error.positions,
-                    path=error.path,
-                    original_error=None,
-                    extensions={"code": code, **extra},
-                )
+    Applied to every result the HTTP view sends (parse errors included, which Strawberry
+    raises before any operation-level extension could see them). Idempotent.
+    """
+    rewritten = []
+    for error in errors:
+        code, message, extra = classify(error, request_id)
+        rewritten.append(
+            GraphQLError(
+                message,
+                nodes=error.nodes,
+                source=error.source,
+                positions=error.positions,
+                path=error.path,
+                original_error=None,
+                extensions={"code": code, **extra},
             )
-        result.errors = rewritten
+        )
+    return rewritten
 
 
 class StorageReport(SchemaExtension):

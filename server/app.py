@@ -19,10 +19,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse, process_result
+from strawberry.types import ExecutionResult
 
 from resolvers.auth import mint
 from resolvers.context import Context, make_context
-from schema import SchemaOptions, build_schema
+from schema import SchemaOptions, build_schema, with_codes
 from server.demo import demo_comments
 from server.settings import Settings
 from storage.bulk import load_new_products
@@ -60,6 +62,7 @@ class GraphQLApp(GraphQL[Context, None]):
     ) -> Context:
         runtime = self.runtime.get()
         request_id = uuid.uuid4().hex
+        request.state.request_id = request_id
         if isinstance(response, Response):
             response.headers["X-Request-Id"] = request_id
         return make_context(
@@ -69,6 +72,14 @@ class GraphQLApp(GraphQL[Context, None]):
             authorization=request.headers.get("authorization"),
             storage_timeout=runtime.settings.storage_timeout,
         )
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        if result.errors:
+            request_id = getattr(request.state, "request_id", "unknown")
+            result.errors = with_codes(result.errors, request_id)
+        return process_result(result)
 
 
 class RuntimeHolder:

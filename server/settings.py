@@ -30,6 +30,14 @@ class Settings(BaseSettings):
     seed_demo: bool = True
     demo_products: int = Field(default=60, ge=0)
 
+    @field_validator("jwt_secret")
+    @classmethod
+    def _long_enough(cls, value: str | None) -> str | None:
+        # RFC 7518: an HS256 key should have at least 256 bits.
+        if value is not None and len(value.encode()) < 32:
+            raise ValueError("JWT_SECRET must be at least 32 bytes")
+        return value
+
     @field_validator("cors_origins", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:

@@ -1,0 +1,71 @@
+"""An in-process API for tests: the real app over the session's DynamoDB Local."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from resolvers.auth import mint
+from server.app import create_app
+from server.settings import Settings
+from storage.types import DynamoClient
+
+SECRET = "test-secret-for-the-suite-" + "0123456789abcdef" * 3
+
+
+@dataclass
+class Api:
+    http: httpx.AsyncClient
+
+    async def gql(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        response = await self.http.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def data(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        body = await self.gql(query, variables, token)
+        assert "errors" not in body, body["errors"]
+        data: dict[str, Any] = body["data"]
+        return data
+
+    async def error_code(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> str:
+        body = await self.gql(query, variables, token)
+        assert body.get("errors"), body
+        code: str = body["errors"][0]["extensions"]["code"]
+        return code
+
+
+def token(sub: str = "ann", *, name: str | None = None, moderator: bool = False) -> str:
+    return mint(SECRET, sub, name=name, roles=["moderator"] if moderator else None)
+
+
+@asynccontextmanager
+async def running_api(client: DynamoClient, table: str, **overrides: Any) -> AsyncIterator[Api]:
+    settings = Settings(
+        dynamodb_endpoint_url="http://unused.invalid",
+        dynamodb_table=table,
+        jwt_secret=SECRET,
+        **overrides,
+    )
+    app = create_app(settings, client=client)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://api.test"
+        ) as http,
+    ):
+        yield Api(http)
