@@ -165,7 +165,8 @@ def create_app(
         try:
             async with asyncio.timeout(runtime.settings.storage_timeout):
                 await runtime.table.client.describe_table(TableName=runtime.table.name)
-        except (*ENGINE_ERRORS, TimeoutError):
+        except (*ENGINE_ERRORS, TimeoutError) as exc:
+            log.warning("health check: storage unavailable (%s)", type(exc).__name__)
             return JSONResponse({"status": "unavailable", "storage": "down"}, status_code=503)
         return JSONResponse({"status": "ok", "storage": "up"})
 

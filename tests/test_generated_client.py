@@ -1,0 +1,147 @@
+"""A typed client generated from schema.graphql (ariadne-codegen) drives a live server."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from storage.local_engine import LocalEngine, free_port
+from storage.table import TableRef
+from tests.api_helpers import SECRET, token
+
+ROOT = Path(__file__).resolve().parent.parent
+CODEGEN = ROOT / ".venv-codegen" / "bin" / "ariadne-codegen"
+COMMENTS = ROOT / ".venv" / "bin" / "comments"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if not CODEGEN.exists():
+        raise AssertionError(f"{CODEGEN} is missing: run ./scripts/setup")
+    out = tmp_path_factory.mktemp("client")
+    config = out / "codegen.toml"
+    config.write_text(
+        "[tool.ariadne-codegen]\n"
+        f'schema_path = "{ROOT / "schema.graphql"}"\n'
+        f'queries_path = "{ROOT / "tests" / "client" / "operations.graphql"}"\n'
+        'target_package_name = "comments_client"\n'
+        f'target_package_path = "{out}"\n'
+        "async_client = true\n\n"
+        "[tool.ariadne-codegen.scalars.DateTime]\n"
+        'type = "str"\n'
+    )
+    subprocess.run(
+        [str(CODEGEN), "--config", str(config), "client"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    sys.path.insert(0, str(out))
+    try:
+        return importlib.import_module("comments_client")
+    finally:
+        sys.path.remove(str(out))
+
+
+@pytest.fixture(scope="module")
+def live_server(engine: LocalEngine, table: TableRef) -> Iterator[str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DYNAMODB_ENDPOINT_URL": engine.endpoint_url,
+        "DYNAMODB_TABLE": table.name,
+        "JWT_SECRET": SECRET,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+    }
+    server = subprocess.Popen(
+        [str(COMMENTS), "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if server.poll() is not None:
+                output = server.stdout.read().decode() if server.stdout else ""
+                raise AssertionError(f"server exited early:\n{output}")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                server.terminate()
+                output = server.communicate(timeout=15)[0].decode()
+                raise AssertionError(f"server did not become healthy:\n{output}")
+            time.sleep(0.1)
+        yield f"{url}/graphql"
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+        if server.stdout:
+            server.stdout.close()
+
+
+async def test_generated_client_round_trip(generated: Any, live_server: str) -> None:
+    product = f"gen-{uuid.uuid4().hex[:8]}"
+    auth = {"Authorization": f"Bearer {token('gina', name='Gina')}"}
+    async with generated.Client(url=live_server, headers=auth) as client:
+        good = await client.create_comment(
+            generated.CreateCommentInput(
+                product_id=product, rating=5, language="en", body="Love it", title="Yes"
+            )
+        )
+        bad = await client.create_comment(
+            generated.CreateCommentInput(product_id=product, rating=1, language="de", body="Nein")
+        )
+        assert good.create_comment.created is True
+        assert good.create_comment.comment.author == "Gina"
+
+        page = await client.product_page(product_id=product, first=1)
+        assert page.product.product_id == product
+        assert page.product.stats.total == 2
+        assert [h.count for h in page.product.stats.histogram] == [1, 0, 0, 0, 1]
+        comments = page.product.comments
+        assert comments.total_count == 2
+        assert comments.page_info.has_next_page is True
+        assert comments.plan.strategy == "ALL"
+        newest = comments.edges[0].node
+        assert newest.comment_id == bad.create_comment.comment.comment_id
+
+        rest = await client.product_page(
+            product_id=product, first=1, after=comments.page_info.end_cursor
+        )
+        assert [e.node.comment_id for e in rest.product.comments.edges] == [
+            good.create_comment.comment.comment_id
+        ]
+        assert rest.product.comments.page_info.has_next_page is False
+
+        both = await client.newest_positive_and_negative(product_id=product)
+        assert [n.rating for n in both.product.positive.nodes] == [5]
+        assert [n.rating for n in both.product.negative.nodes] == [1]
+
+        again = await client.refetch(id=good.create_comment.comment.id)
+        assert again.node.typename__ == "Comment"
+        assert again.node.comment_id == good.create_comment.comment.comment_id
+
+        deleted = await client.delete_comment(id=bad.create_comment.comment.id)
+        assert deleted.delete_comment.product.stats.total == 1
+
+        board = await client.leaderboard(first=100)
+        assert any(r.product.product_id == product for r in board.top_products)
+
+        with pytest.raises(generated.GraphQLClientGraphQLMultiError) as failure:
+            await client.create_comment(
+                generated.CreateCommentInput(product_id=product, rating=9, language="en", body="x")
+            )
+        assert failure.value.errors[0].extensions["code"] == "BAD_USER_INPUT"
