@@ -145,12 +145,14 @@ def create_app(
                     open_client(ClientSettings(endpoint_url=endpoint, region=settings.aws_region))
                 )
             table = TableRef(opened, settings.dynamodb_table)
-            if settings.embedded and client is None:
+            if settings.creates_table and client is None:
                 created = await create_table(opened, settings.dynamodb_table)
                 if created and settings.seed_demo:
                     await _seed_demo(table, settings)
+            generated = secret is None
             if secret is None:
                 secret = secrets.token_urlsafe(32)
+            if settings.dev_token or (settings.dev_token is None and generated):
                 token = mint(secret, "dev-user", name="Dev User", roles=["moderator"])
                 print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
                 print(f"Dev token (moderator, 24 h): {token}", file=sys.stderr)

@@ -26,8 +26,12 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".data")
     # Every storage call of one request must finish within this many seconds.
     storage_timeout: float = Field(default=5.0, gt=0)
-    # Demo data written on the first start of the embedded engine.
+    # Create the table at start-up (unset: only with the embedded engine).
+    create_table: bool | None = None
+    # Demo data written when this start created the table.
     seed_demo: bool = True
+    # Print a ready-to-paste dev token at start-up (unset: only when the secret is generated).
+    dev_token: bool | None = None
     demo_products: int = Field(default=60, ge=0)
 
     @field_validator("jwt_secret")
@@ -48,3 +52,7 @@ class Settings(BaseSettings):
     @property
     def embedded(self) -> bool:
         return not self.dynamodb_endpoint_url
+
+    @property
+    def creates_table(self) -> bool:
+        return self.embedded if self.create_table is None else self.create_table

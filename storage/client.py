@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import aioboto3
 from botocore.config import Config
@@ -24,12 +25,21 @@ class ClientSettings:
     max_pool_connections: int = 64
 
 
+def is_local_endpoint(endpoint_url: str | None) -> bool:
+    """True for an explicit endpoint that is not AWS's own (DynamoDB Local, a container)."""
+    if endpoint_url is None:
+        return False
+    host = urlsplit(endpoint_url).hostname or ""
+    return not (host.endswith(".amazonaws.com") or host.endswith(".amazonaws.com.cn"))
+
+
 @asynccontextmanager
 async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
     """Yield a DynamoDB client; local endpoints get placeholder credentials if none are set."""
     credentials: dict[str, str] = {}
-    if settings.endpoint_url is not None and not os.environ.get("AWS_ACCESS_KEY_ID"):
-        # DynamoDB Local checks that credentials exist, not what they are.
+    if is_local_endpoint(settings.endpoint_url) and not os.environ.get("AWS_ACCESS_KEY_ID"):
+        # DynamoDB Local checks that credentials exist, not what they are. AWS endpoints get
+        # the normal credential chain (environment, profile, instance or task role).
         credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
     config = Config(
         retries={"mode": "standard", "max_attempts": settings.max_attempts},

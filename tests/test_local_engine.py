@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from storage import local_engine
+from storage.client import is_local_endpoint
 from storage.local_engine import EngineError, LocalEngine
 
 
@@ -50,3 +51,19 @@ def test_persistent_engine_starts_answers_and_stops(tmp_path: Path) -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert (tmp_path / "data").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "local"),
+    [
+        (None, False),
+        ("http://127.0.0.1:8000", True),
+        ("http://dynamodb:8000", True),
+        ("https://dynamodb.eu-west-1.amazonaws.com", False),
+        ("https://dynamodb.cn-north-1.amazonaws.com.cn", False),
+    ],
+)
+def test_placeholder_credentials_only_for_local_endpoints(
+    endpoint: str | None, local: bool
+) -> None:
+    assert is_local_endpoint(endpoint) is local
