@@ -16,7 +16,7 @@ from storage.model import Comment, ListingFilter, NewComment
 from storage.reads import get_counts
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api, token
-from tests.helpers import FaultyClient, client_error, create_many, oracle, stamp
+from tests.helpers import FaultyClient, cancelled, client_error, create_many, oracle, stamp
 
 CREATE = """
 mutation($input: CreateCommentInput!) {
@@ -476,3 +476,16 @@ async def test_storage_deadline(table: TableRef, seeded: list[Comment], product_
         elapsed = time.monotonic() - started
     assert body["errors"][0]["extensions"]["code"] == "STORAGE_UNAVAILABLE"
     assert elapsed < 1.5
+
+
+def _always_conflicting(name: str, kwargs: dict[str, Any]) -> Exception | None:
+    if name == "transact_write_items":
+        return cancelled("None", "TransactionConflict", "None")
+    return None
+
+
+async def test_persistent_write_contention_is_conflict(table: TableRef, product_id: str) -> None:
+    async with running_api(FaultyClient(table.client, _always_conflicting), table.name) as api:
+        body = await api.gql(CREATE, {"input": _input(product_id)}, token())
+    assert body["errors"][0]["extensions"] == {"code": "CONFLICT", "retryable": True}
+    assert (await get_counts(table, product_id, None)).total == 0
