@@ -77,7 +77,8 @@ class LocalEngine:
     """A DynamoDB Local process; a context manager, and ``stop`` is safe to call twice."""
 
     def __init__(self, *, data_dir: Path | None = None, port: int | None = None) -> None:
-        self.data_dir = data_dir
+        # The JVM runs in the jar's directory: a relative path must be made absolute here.
+        self.data_dir = None if data_dir is None else data_dir.resolve()
         self.requested_port = port
         self.port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None

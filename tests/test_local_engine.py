@@ -67,3 +67,12 @@ def test_placeholder_credentials_only_for_local_endpoints(
     endpoint: str | None, local: bool
 ) -> None:
     assert is_local_endpoint(endpoint) is local
+
+
+def test_relative_data_dir_is_taken_from_the_callers_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with LocalEngine(data_dir=Path(".data")) as engine:
+        assert engine.port is not None
+    assert (tmp_path / ".data").is_dir()
