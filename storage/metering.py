@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.types import DynamoClient, Response
+from storage.wrapping import ClientWrapper
 
 _CAPACITY_CALLS = frozenset(
     {
@@ -68,52 +69,16 @@ class Meter:
         }
 
 
-class MeteredClient:
+class MeteredClient(ClientWrapper):
     """A DynamoClient that records every call in a Meter."""
 
     def __init__(self, inner: DynamoClient, meter: Meter) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.meter = meter
 
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
         if operation in _CAPACITY_CALLS:
             kwargs.setdefault("ReturnConsumedCapacity", "TOTAL")
-        response: Response = await getattr(self.inner, operation)(**kwargs)
+        response = await super()._call(operation, kwargs)
         self.meter.record(operation, response)
         return response
-
-    async def query(self, **kwargs: Any) -> Response:
-        return await self._call("query", kwargs)
-
-    async def get_item(self, **kwargs: Any) -> Response:
-        return await self._call("get_item", kwargs)
-
-    async def batch_get_item(self, **kwargs: Any) -> Response:
-        return await self._call("batch_get_item", kwargs)
-
-    async def batch_write_item(self, **kwargs: Any) -> Response:
-        return await self._call("batch_write_item", kwargs)
-
-    async def transact_write_items(self, **kwargs: Any) -> Response:
-        return await self._call("transact_write_items", kwargs)
-
-    async def update_item(self, **kwargs: Any) -> Response:
-        return await self._call("update_item", kwargs)
-
-    async def put_item(self, **kwargs: Any) -> Response:
-        return await self._call("put_item", kwargs)
-
-    async def delete_item(self, **kwargs: Any) -> Response:
-        return await self._call("delete_item", kwargs)
-
-    async def scan(self, **kwargs: Any) -> Response:
-        return await self._call("scan", kwargs)
-
-    async def create_table(self, **kwargs: Any) -> Response:
-        return await self._call("create_table", kwargs)
-
-    async def describe_table(self, **kwargs: Any) -> Response:
-        return await self._call("describe_table", kwargs)
-
-    async def delete_table(self, **kwargs: Any) -> Response:
-        return await self._call("delete_table", kwargs)

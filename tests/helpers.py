@@ -15,6 +15,7 @@ from storage.reads import list_comments
 from storage.retry import Backoff
 from storage.table import TableRef
 from storage.types import DynamoClient, Response
+from storage.wrapping import ClientWrapper
 from storage.writes import create_comment
 
 FAST = Backoff(attempts=8, base=0.002, cap=0.05)
@@ -79,57 +80,20 @@ async def walk(
 Fault = Callable[[str, dict[str, Any]], Exception | None]
 
 
-class FaultyClient:
+class FaultyClient(ClientWrapper):
     """A DynamoClient that lets a rule replace some calls with an error, and counts calls."""
 
     def __init__(self, inner: DynamoClient, rule: Fault) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.rule = rule
         self.calls: list[str] = []
 
-    async def _call(self, name: str, kwargs: dict[str, Any]) -> Response:
-        self.calls.append(name)
-        error = self.rule(name, kwargs)
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        self.calls.append(operation)
+        error = self.rule(operation, kwargs)
         if error is not None:
             raise error
-        result: Response = await getattr(self.inner, name)(**kwargs)
-        return result
-
-    async def query(self, **kwargs: Any) -> Response:
-        return await self._call("query", kwargs)
-
-    async def get_item(self, **kwargs: Any) -> Response:
-        return await self._call("get_item", kwargs)
-
-    async def batch_get_item(self, **kwargs: Any) -> Response:
-        return await self._call("batch_get_item", kwargs)
-
-    async def batch_write_item(self, **kwargs: Any) -> Response:
-        return await self._call("batch_write_item", kwargs)
-
-    async def transact_write_items(self, **kwargs: Any) -> Response:
-        return await self._call("transact_write_items", kwargs)
-
-    async def update_item(self, **kwargs: Any) -> Response:
-        return await self._call("update_item", kwargs)
-
-    async def put_item(self, **kwargs: Any) -> Response:
-        return await self._call("put_item", kwargs)
-
-    async def delete_item(self, **kwargs: Any) -> Response:
-        return await self._call("delete_item", kwargs)
-
-    async def scan(self, **kwargs: Any) -> Response:
-        return await self._call("scan", kwargs)
-
-    async def create_table(self, **kwargs: Any) -> Response:
-        return await self._call("create_table", kwargs)
-
-    async def describe_table(self, **kwargs: Any) -> Response:
-        return await self._call("describe_table", kwargs)
-
-    async def delete_table(self, **kwargs: Any) -> Response:
-        return await self._call("delete_table", kwargs)
+        return await super()._call(operation, kwargs)
 
 
 def client_error(code: str, operation: str, **extra: Any) -> Exception:
