@@ -33,6 +33,7 @@ class SchemaOptions:
     max_aliases: int = 30
     max_tokens: int = 2000
     introspection: bool = True
+    caches: bool = True
 
 
 class CommentsSchema(strawberry.Schema):
@@ -54,9 +55,9 @@ def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
         StorageReport,
         lambda: MaxTokensLimiter(max_token_count=options.max_tokens),
         lambda: AddValidationRules(rules),
-        lambda: ParserCache(maxsize=512),
-        lambda: ValidationCache(maxsize=512),
     ]
+    if options.caches:
+        extensions += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
     if not options.introspection:
         extensions.append(DisableIntrospection)
     return CommentsSchema(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import secrets
 import sys
@@ -11,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
+import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -51,11 +53,19 @@ class GraphQLApp(GraphQL[Context, None]):
 
     def __init__(self, runtime: RuntimeHolder, settings: Settings) -> None:
         super().__init__(
-            build_schema(SchemaOptions(introspection=settings.introspection)),
+            build_schema(
+                SchemaOptions(introspection=settings.introspection, caches=settings.graphql_caches)
+            ),
             graphql_ide="graphiql" if settings.graphiql else None,
             allow_queries_via_get=False,
         )
         self.runtime = runtime
+        self.use_orjson = settings.orjson
+
+    def encode_json(self, data: object) -> str | bytes:
+        if self.use_orjson:
+            return orjson.dumps(data)
+        return super().encode_json(data)
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
@@ -157,6 +167,10 @@ def create_app(
                 print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
                 print(f"Dev token (moderator, 24 h): {token}", file=sys.stderr)
             holder.set(Runtime(table, secret, settings))
+            if settings.gc_freeze:
+                # Everything made so far lives as long as the process: stop scanning it.
+                gc.collect()
+                gc.freeze()
             try:
                 yield
             finally:

@@ -62,15 +62,21 @@ AUTHORS = ["ana", "ben", "chloe", "dmitri", "emma", "farid", "grace", "hiro", "i
 def demo_comments(products: int, seed: int = 42) -> Iterator[Comment]:
     """Comments for ``products`` products plus one hot product, deterministic per seed."""
     rng = random.Random(seed)
+    plan = [("sku-hot", 2000, False)] + [
+        (f"sku-{n:04d}", int(rng.paretovariate(1.2) * 8) % 400, True)
+        for n in range(1, products + 1)
+    ]
+    return synthetic_comments(plan, rng)
+
+
+def synthetic_comments(plan: list[tuple[str, int, bool]], rng: random.Random) -> Iterator[Comment]:
+    """Comments per (product id, count, may lack ratings) over three years, J-shaped ratings
+    and skewed languages; products that may lack ratings drop none, one or two of them."""
     end = datetime(2026, 11, 1, tzinfo=UTC)
     span = timedelta(days=3 * 365).total_seconds()
-    plan = [("sku-hot", 2000)] + [
-        (f"sku-{n:04d}", int(rng.paretovariate(1.2) * 8) % 400) for n in range(1, products + 1)
-    ]
-    for product_id, count in plan:
-        # Some products lack whole ratings: drop one or two at random.
+    for product_id, count, gaps in plan:
         ratings = dict(RATINGS)
-        for _ in range(rng.choice([0, 0, 1, 2])):
+        for _ in range(rng.choice([0, 0, 1, 2]) if gaps else 0):
             ratings.pop(rng.choice(list(ratings)), None)
         for n in range(count):
             language = rng.choices(list(LANGUAGES), weights=list(LANGUAGES.values()))[0]

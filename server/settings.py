@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -32,6 +32,13 @@ class Settings(BaseSettings):
     seed_demo: bool = True
     # Print a ready-to-paste dev token at start-up (unset: only when the secret is generated).
     dev_token: bool | None = None
+    # Performance switches (see benchmarks/RESULTS.md for what each is worth).
+    graphql_caches: bool = True  # parser and validation caches
+    orjson: bool = True  # encode responses with orjson
+    gc_freeze: bool = True  # move start-up objects out of the collector's way
+    uvicorn_loop: Literal["auto", "asyncio", "uvloop"] = "auto"
+    uvicorn_http: Literal["auto", "h11", "httptools"] = "auto"
+    access_log: bool = True
     demo_products: int = Field(default=60, ge=0)
 
     @field_validator("jwt_secret")

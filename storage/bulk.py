@@ -6,6 +6,7 @@ can be written whole from what is loaded, leaderboard entry included.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,6 +36,7 @@ async def load_new_products(
     *,
     progress: Callable[[int], None] | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
+    concurrency: int = 8,
 ) -> int:
     """Write comments of products that have none yet, then their exact counters.
 
@@ -47,12 +49,23 @@ async def load_new_products(
     if taken:
         raise InvalidInput(f"products already have comments: {', '.join(taken[:5])}")
     written = 0
-    for start in range(0, len(comments), BATCH_WRITE_MAX):
-        chunk = comments[start : start + BATCH_WRITE_MAX]
-        await _write(table, [{"PutRequest": {"Item": comment_to_item(c)}} for c in chunk], backoff)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def write_chunk(chunk: Sequence[Comment]) -> None:
+        nonlocal written
+        async with gate:
+            requests = [{"PutRequest": {"Item": comment_to_item(c)}} for c in chunk]
+            await _write(table, requests, backoff)
         written += len(chunk)
         if progress is not None:
             progress(written)
+
+    await asyncio.gather(
+        *(
+            write_chunk(comments[start : start + BATCH_WRITE_MAX])
+            for start in range(0, len(comments), BATCH_WRITE_MAX)
+        )
+    )
     stats = _stats_items(comments)
     for start in range(0, len(stats), BATCH_WRITE_MAX):
         items = stats[start : start + BATCH_WRITE_MAX]

@@ -59,6 +59,7 @@ async def running_api(client: DynamoClient, table: str, **overrides: Any) -> Asy
         dynamodb_endpoint_url="http://unused.invalid",
         dynamodb_table=table,
         jwt_secret=SECRET,
+        gc_freeze=False,
         **overrides,
     )
     app = create_app(settings, client=client)

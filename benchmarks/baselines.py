@@ -1,0 +1,133 @@
+"""The two baselines, over the same table and the same keyset positions as ours.
+
+- The blog's fan-out: one query per requested rating with Limit = page size, no counters.
+- A naive filter: one query on ``all`` (or ``byLang``) with a FilterExpression on rating,
+  paging with Limit = page size + 1 until the page (plus one, to know if more exist) is full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from storage import keys
+from storage.items import item_to_comment
+from storage.model import Direction
+from storage.table import SORT_KEY, Index, TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class BaselinePage:
+    sort_keys: list[str]
+    has_more: bool
+    items_read: int
+    calls: int
+    rounds: int
+    capacity_units: float
+
+
+async def _query(
+    table: TableRef,
+    index: Index,
+    pk: str,
+    position: str | None,
+    direction: Direction,
+    limit: int,
+    ratings: list[int] | None = None,
+) -> dict[str, Any]:
+    names = {"#pk": index.partition_attr}
+    values: dict[str, Any] = {":pk": {"S": pk}}
+    condition = "#pk = :pk"
+    if position is not None:
+        names["#sk"] = SORT_KEY
+        values[":pos"] = {"S": position}
+        condition += " AND #sk < :pos" if direction is Direction.FORWARD else " AND #sk > :pos"
+    params: dict[str, Any] = {
+        "TableName": table.name,
+        "IndexName": index.value,
+        "KeyConditionExpression": condition,
+        "ScanIndexForward": direction is Direction.BACKWARD,
+        "Limit": limit,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if ratings:
+        names["#r"] = "rating"
+        for n, r in enumerate(ratings):
+            values[f":r{n}"] = {"N": str(r)}
+        params["FilterExpression"] = f"#r IN ({', '.join(f':r{n}' for n in range(len(ratings)))})"
+    params["ExpressionAttributeNames"] = names
+    params["ExpressionAttributeValues"] = values
+    result: dict[str, Any] = await table.client.query(**params)
+    return result
+
+
+def _partition(pid: str, language: str | None, rating: int | None) -> tuple[Index, str]:
+    if rating is None:
+        if language is None:
+            return Index.ALL, keys.all_pk(pid)
+        return Index.BY_LANG, keys.lang_pk(pid, language)
+    if language is None:
+        return Index.BY_RATING, keys.rating_pk(pid, rating)
+    return Index.BY_LANG_AND_RATING, keys.lang_rating_pk(pid, language, rating)
+
+
+async def blog_fan_out(
+    table: TableRef,
+    pid: str,
+    language: str | None,
+    ratings: list[int] | None,
+    size: int,
+    position: str | None,
+    direction: Direction = Direction.FORWARD,
+) -> BaselinePage:
+    """One query per requested rating (or one without a rating filter), Limit = page size."""
+    targets: list[int | None] = list(ratings) if ratings else [None]
+    responses = await asyncio.gather(
+        *(_query(table, *_partition(pid, language, r), position, direction, size) for r in targets)
+    )
+    found = sorted(
+        (item_to_comment(i).sort_key for r in responses for i in r.get("Items", [])),
+        reverse=direction is Direction.FORWARD,
+    )
+    more = len(found) > size or any("LastEvaluatedKey" in r for r in responses)
+    return BaselinePage(
+        sort_keys=found[:size],
+        has_more=more,
+        items_read=sum(int(r.get("ScannedCount", 0)) for r in responses),
+        calls=len(responses),
+        rounds=1,
+        capacity_units=sum(
+            float(r.get("ConsumedCapacity", {}).get("CapacityUnits", 0)) for r in responses
+        ),
+    )
+
+
+async def naive_filter(
+    table: TableRef,
+    pid: str,
+    language: str | None,
+    ratings: list[int] | None,
+    size: int,
+    position: str | None,
+    direction: Direction = Direction.FORWARD,
+) -> BaselinePage:
+    """One broad query with a rating filter, re-issued until size + 1 matches are found."""
+    index, pk = _partition(pid, language, None)
+    matches: list[str] = []
+    read = calls = 0
+    capacity = 0.0
+    cursor = position
+    exhausted = False
+    while len(matches) <= size and not exhausted:
+        response = await _query(table, index, pk, cursor, direction, size + 1, ratings or None)
+        calls += 1
+        read += int(response.get("ScannedCount", 0))
+        capacity += float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 0))
+        matches += [item_to_comment(i).sort_key for i in response.get("Items", [])]
+        last = response.get("LastEvaluatedKey")
+        if last is None:
+            exhausted = True
+        else:
+            cursor = last[SORT_KEY]["S"]
+    return BaselinePage(matches[:size], len(matches) > size, read, calls, calls, capacity)

@@ -1,0 +1,137 @@
+"""HTTP throughput: uvicorn with one worker, our storage or the in-memory floor, under load."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.inprocess import percentile
+from benchmarks.loadgen import run_load
+from storage.local_engine import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "bench-secret-" + "x" * 32
+
+# (name, storage, settings changed from the defaults)
+CONFIGS: list[tuple[str, str, dict[str, str]]] = [
+    ("ours", "real", {}),
+    ("floor", "fake", {}),
+    ("ours, no parser/validation caches", "real", {"GRAPHQL_CACHES": "false"}),
+    ("ours, stdlib json", "real", {"ORJSON": "false"}),
+    ("ours, no gc.freeze", "real", {"GC_FREEZE": "false"}),
+    ("ours, asyncio loop + h11", "real", {"UVICORN_LOOP": "asyncio", "UVICORN_HTTP": "h11"}),
+]
+
+
+@contextmanager
+def server(
+    storage: str,
+    env_changes: dict[str, str],
+    engine_url: str,
+    table: str,
+    seed: int,
+    hot_size: int,
+) -> Iterator[int]:
+    port = free_port()
+    env = {**os.environ, "ACCESS_LOG": "false", **env_changes}
+    if storage == "real":
+        env.update(
+            DYNAMODB_ENDPOINT_URL=engine_url,
+            DYNAMODB_TABLE=table,
+            JWT_SECRET=SECRET,
+            PORT=str(port),
+            HOST="127.0.0.1",
+            CREATE_TABLE="false",
+        )
+        command = [str(ROOT / ".venv" / "bin" / "comments"), "serve"]
+    else:
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.fake_server",
+            "--port",
+            str(port),
+            "--seed",
+            str(seed),
+            "--hot-size",
+            str(hot_size),
+        ]
+    process = subprocess.Popen(
+        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"server exited: {process.stderr.read().decode()[-2000:]}"
+                    if process.stderr
+                    else "server exited"
+                )
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not become healthy")
+            time.sleep(0.2)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+
+def run_http(
+    mixes: dict[str, list[bytes]],
+    *,
+    engine_url: str,
+    table: str,
+    seed: int,
+    hot_size: int,
+    seconds: float,
+    concurrency: int,
+) -> list[dict[str, Any]]:
+    results = []
+    for name, storage, changes in CONFIGS:
+        # Settings variants only on the mixed workload; ours and the floor on every mix.
+        selected = mixes if name in ("ours", "floor") else {"mixed": mixes["mixed"]}
+        print(f"HTTP: {name}", file=sys.stderr, flush=True)
+        with server(storage, changes, engine_url, table, seed, hot_size) as port:
+            for mix, bodies in selected.items():
+                asyncio.run(
+                    run_load("127.0.0.1", port, bodies, concurrency=concurrency, seconds=2)
+                )  # warm-up
+                load = asyncio.run(
+                    run_load("127.0.0.1", port, bodies, concurrency=concurrency, seconds=seconds)
+                )
+                results.append(
+                    {
+                        "config": name,
+                        "settings": changes,
+                        "mix": mix,
+                        "requests": load.requests,
+                        "errors": load.errors,
+                        "seconds": round(load.seconds, 2),
+                        "req_per_s": round(load.throughput, 1),
+                        "p50_ms": round(statistics.median(load.latencies_ms), 2),
+                        "p99_ms": round(percentile(load.latencies_ms, 0.99), 2),
+                    }
+                )
+    return results

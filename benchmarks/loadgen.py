@@ -1,0 +1,89 @@
+"""A small closed-loop HTTP/1.1 load generator on loopback: N keep-alive connections, each
+sending the next request of a mix as soon as the previous answer arrives, for a fixed time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LoadResult:
+    requests: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def throughput(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+def _request(host: str, port: int, body: bytes) -> bytes:
+    head = (
+        f"POST /graphql HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    status_line = await reader.readline()
+    if not status_line:
+        raise ConnectionError("connection closed")
+    status = int(status_line.split()[1])
+    length = 0
+    chunked = False
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.lower() == "content-length":
+            length = int(value.strip())
+        elif name.lower() == "transfer-encoding" and "chunked" in value.lower():
+            chunked = True
+    if not chunked:
+        return status, await reader.readexactly(length)
+    body = b""
+    while True:
+        size = int((await reader.readline()).strip(), 16)
+        if size == 0:
+            await reader.readline()
+            return status, body
+        body += await reader.readexactly(size)
+        await reader.readline()
+
+
+async def run_load(
+    host: str, port: int, bodies: list[bytes], *, concurrency: int, seconds: float
+) -> LoadResult:
+    """Send the mix round-robin from ``concurrency`` connections for ``seconds``."""
+    result = LoadResult()
+    requests = [_request(host, port, b) for b in bodies]
+    deadline = time.perf_counter() + seconds
+    counter = 0
+
+    async def worker() -> None:
+        nonlocal counter
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while time.perf_counter() < deadline:
+                payload = requests[counter % len(requests)]
+                counter += 1
+                started = time.perf_counter()
+                writer.write(payload)
+                status, body = await _read_response(reader)
+                result.latencies_ms.append((time.perf_counter() - started) * 1000)
+                result.requests += 1
+                if status != 200 or b'"errors"' in body:
+                    result.errors += 1
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    result.seconds = time.perf_counter() - started
+    return result
