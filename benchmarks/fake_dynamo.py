@@ -25,6 +25,7 @@ class FakeDynamo(ClientWrapper):
         super().__init__(inner=self)  # every call is answered here
         self.items: dict[tuple[str, str], Item] = {}
         self._partitions: dict[tuple[str, str], list[tuple[str, Item]]] | None = None
+        self._keys: dict[tuple[str, str], list[str]] = {}
 
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
         handler = getattr(self, f"_{operation}", None)
@@ -85,6 +86,7 @@ class FakeDynamo(ClientWrapper):
             for entries in partitions.values():
                 entries.sort(key=lambda e: e[0])
             self._partitions = partitions
+            self._keys = {p: [k for k, _ in entries] for p, entries in partitions.items()}
         return self._partitions
 
     def _query(self, **kwargs: Any) -> Response:
@@ -94,7 +96,7 @@ class FakeDynamo(ClientWrapper):
         if partition is None:
             raise NotImplementedError(f"the fake does not understand {condition!r}")
         entries = self._index().get((kwargs["IndexName"], values[partition.group(1)]["S"]), [])
-        keys = [k for k, _ in entries]
+        keys = self._keys[(kwargs["IndexName"], values[partition.group(1)]["S"])] if entries else []
         low, high = 0, len(entries)
         if ":low" in values:
             low = bisect.bisect_left(keys, values[":low"]["S"])
@@ -103,11 +105,12 @@ class FakeDynamo(ClientWrapper):
             high = bisect.bisect_left(keys, values[":pos"]["S"])
         elif ">" in condition:
             low = bisect.bisect_right(keys, values[":pos"]["S"])
-        window = entries[low:high]
-        if not kwargs.get("ScanIndexForward", True):
-            window = window[::-1]
-        limit = kwargs.get("Limit", len(window))
-        scanned = window[:limit]
+        # Touch only the items the query reads: O(limit), as a real index would be.
+        limit = kwargs.get("Limit", high - low)
+        if kwargs.get("ScanIndexForward", True):
+            scanned = entries[low : min(high, low + limit)]
+        else:
+            scanned = entries[max(low, high - limit) : high][::-1]
         found = [item for _, item in scanned]
         if "FilterExpression" in kwargs:
             allowed = set(re.findall(r":r\d+", kwargs["FilterExpression"]))

@@ -30,6 +30,7 @@ CONFIGS: list[tuple[str, str, dict[str, str]]] = [
     ("ours, stdlib json", "real", {"ORJSON": "false"}),
     ("ours, no gc.freeze", "real", {"GC_FREEZE": "false"}),
     ("ours, asyncio loop + h11", "real", {"UVICORN_LOOP": "asyncio", "UVICORN_HTTP": "h11"}),
+    ("ours, read head-room z=0.5", "real", {"READ_HEADROOM": "0.5"}),
 ]
 
 

@@ -10,6 +10,7 @@ from typing import TypeVar
 from resolvers.errors import StorageUnavailable
 from resolvers.loaders import Loaders
 from storage.metering import Meter, MeteredClient
+from storage.planner import DEFAULT_TUNING, Tuning
 from storage.table import TableRef
 
 T = TypeVar("T")
@@ -25,6 +26,7 @@ class Context:
     authorization: str | None
     # Loop time by which every storage call of this request must have finished.
     deadline: float
+    tuning: Tuning = DEFAULT_TUNING
     extra: dict[str, object] = field(default_factory=dict)
 
     async def storage(self, call: Awaitable[T]) -> T:
@@ -43,6 +45,7 @@ def make_context(
     jwt_secret: str,
     authorization: str | None,
     storage_timeout: float,
+    tuning: Tuning = DEFAULT_TUNING,
 ) -> Context:
     """A fresh context: new meter, new loaders, the app's client and 5-star locks."""
     meter = Meter()
@@ -60,4 +63,5 @@ def make_context(
         jwt_secret=jwt_secret,
         authorization=authorization,
         deadline=deadline,
+        tuning=tuning,
     )

@@ -53,7 +53,9 @@ async def comments(
     listing = ListingFilter(pid, language, None if ratings is None else frozenset(ratings))
     request = PageRequest.from_relay(first, after, last, before)
     stats = await counts(ctx, listing.product_id, listing.language)
-    page = await ctx.storage(list_comments(ctx.table, listing, request, stats=stats))
+    page = await ctx.storage(
+        list_comments(ctx.table, listing, request, stats=stats, tuning=ctx.tuning)
+    )
     # Relay: the flag for the direction of travel is exact; the other one says whether the
     # client came from a cursor (items may exist on that side), without a read to prove it.
     if request.direction is Direction.FORWARD:

@@ -32,6 +32,7 @@ from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
 from storage.local_engine import LocalEngine
+from storage.planner import Tuning
 from storage.retry import ENGINE_ERRORS
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
@@ -46,6 +47,10 @@ class Runtime:
     table: TableRef
     jwt_secret: str
     settings: Settings
+
+    @property
+    def tuning(self) -> Tuning:
+        return Tuning(z=self.settings.read_headroom)
 
 
 class GraphQLApp(GraphQL[Context, None]):
@@ -81,6 +86,7 @@ class GraphQLApp(GraphQL[Context, None]):
             jwt_secret=runtime.jwt_secret,
             authorization=request.headers.get("authorization"),
             storage_timeout=runtime.settings.storage_timeout,
+            tuning=runtime.tuning,
         )
 
     async def process_result(

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     seed_demo: bool = True
     # Print a ready-to-paste dev token at start-up (unset: only when the secret is generated).
     dev_token: bool | None = None
+    # Head-room of fan-out reads, in standard deviations (storage.planner.Tuning.z).
+    read_headroom: float = Field(default=0.25, ge=0, le=5)
     # Performance switches (see benchmarks/RESULTS.md for what each is worth).
     graphql_caches: bool = True  # parser and validation caches
     orjson: bool = True  # encode responses with orjson

@@ -41,8 +41,9 @@ class Strategy(enum.Enum):
 class Tuning:
     """Knobs of the read budget; the defaults are what the benchmarks settled on."""
 
-    # Standard deviations of head-room added to each fan-out query's expected share.
-    z: float = 0.5
+    # Standard deviations of head-room added to each fan-out query's expected share. Lower
+    # reads less and needs a second (range) round more often; see benchmarks/RESULTS.md.
+    z: float = 0.25
     # A filtered scan must be estimated at least this much cheaper than a fan-out.
     filtered_advantage: float = 1.0
 
