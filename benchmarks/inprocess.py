@@ -249,3 +249,47 @@ async def walk_amplification(
         "naive_filter": naive_amp,
         "naive_rounds": naive_rounds,
     }
+
+
+async def headroom_sweep(
+    table: TableRef, walks: list[Kind], pages: int, zs: list[float]
+) -> list[dict[str, Any]]:
+    """The multi-rating walks at several head-room values: reads against rounds and time."""
+    from storage.executor import execute
+    from storage.planner import Tuning, plan_listing
+    from storage.reads import get_counts
+
+    rows = []
+    for z in zs:
+        amps: list[float] = []
+        rounds: list[int] = []
+        calls: list[int] = []
+        latencies: list[float] = []
+        for kind in walks:
+            stats = await get_counts(table, kind.product, kind.language)
+            position = None
+            for _ in range(pages):
+                request = PageRequest(kind.size, position=position)
+                started = time.perf_counter()
+                page = await execute(table, plan_listing(kind.listing, request, stats, Tuning(z=z)))
+                latencies.append((time.perf_counter() - started) * 1000)
+                if not page.comments:
+                    break
+                amps.append(page.items_read / len(page.comments))
+                rounds.append(page.rounds)
+                calls.append(len(page.executed))
+                if not page.has_more:
+                    break
+                position = page.comments[-1].sort_key
+        rows.append(
+            {
+                "z": z,
+                "pages": len(amps),
+                "median_amplification": statistics.median(amps),
+                "mean_amplification": statistics.fmean(amps),
+                "one_query_round": sum(r == 1 for r in rounds) / len(rounds),
+                "mean_calls": statistics.fmean(calls),
+                "p50_ms": statistics.median(latencies),
+            }
+        )
+    return rows

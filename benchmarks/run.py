@@ -21,7 +21,14 @@ from typing import Any
 
 from benchmarks import data, report
 from benchmarks.http_bench import run_http
-from benchmarks.inprocess import QUERY, Kind, Runner, position_for, walk_amplification
+from benchmarks.inprocess import (
+    QUERY,
+    Kind,
+    Runner,
+    headroom_sweep,
+    position_for,
+    walk_amplification,
+)
 from storage import keys
 from storage.client import ClientSettings, open_client
 from storage.local_engine import LocalEngine
@@ -135,6 +142,12 @@ async def measure(args: argparse.Namespace, engine: LocalEngine) -> dict[str, An
             kind = Kind(f"walk {language} {ratings}", "walk", data.HOT, language, ratings)
             walk = await walk_amplification(table, kind, args.walk_pages)
             walks.append({"language": language, "ratings": list(ratings), **walk})
+        say("head-room sweep")
+        walk_kinds = [
+            Kind(f"walk {language} {ratings}", "walk", data.HOT, language, ratings)
+            for language, ratings in WALKS
+        ]
+        sweep = await headroom_sweep(table, walk_kinds, args.walk_pages, [0.0, 0.25, 0.5, 1.0, 2.0])
         say("scale series")
         scale = []
         for size, kind in scale_kinds():
@@ -153,6 +166,7 @@ async def measure(args: argparse.Namespace, engine: LocalEngine) -> dict[str, An
         },
         "kinds": rows,
         "walks": walks,
+        "headroom_sweep": sweep,
         "scale": scale,
         "profile": profile,
         "mixes": {"mixed": bodies, "first pages": first_bodies},

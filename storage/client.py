@@ -6,9 +6,12 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import aioboto3
+from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
+from aiobotocore.session import AioSession
 from botocore.config import Config
 
 from storage.types import DynamoClient
@@ -23,6 +26,41 @@ class ClientSettings:
     read_timeout: float = 5.0
     # A fan-out issues up to five queries per page; leave room for concurrent requests.
     max_pool_connections: int = 64
+    # Hand DynamoDB attribute values over as decoded from JSON (see _WireAttributeParser).
+    fast_attribute_parsing: bool = True
+
+
+class _WireAttributeParser(AioJSONParser):  # type: ignore[misc]
+    """DynamoDB's JSON-protocol parser, passing every AttributeValue through as decoded.
+
+    botocore otherwise walks each attribute of each item against the AttributeValue shape
+    in Python, rebuilding the same dict: measured at about 60 % of a 20-item Query's client
+    time. The result is identical for every type but binary (B, BS), which botocore
+    base64-decodes to bytes and which this project never stores.
+    """
+
+    def _parse_shape(self, shape: Any, node: Any) -> Any:
+        if node is not None and _holds_only_attribute_values(shape):
+            return node
+        return super()._parse_shape(shape, node)
+
+
+def _holds_only_attribute_values(shape: Any) -> bool:
+    """AttributeValue itself, or maps and lists made only of them (an item, a list of items)."""
+    if shape.name == "AttributeValue":
+        return True
+    if shape.type_name == "map":
+        return bool(shape.value.name == "AttributeValue")
+    if shape.type_name == "list":
+        return _holds_only_attribute_values(shape.member)
+    return False
+
+
+class _ParserFactory(AioResponseParserFactory):  # type: ignore[misc]
+    def create_parser(self, protocol_name: str) -> Any:
+        if protocol_name == "json":
+            return _WireAttributeParser(**self._defaults)
+        return super().create_parser(protocol_name)
 
 
 def is_local_endpoint(endpoint_url: str | None) -> bool:
@@ -47,7 +85,10 @@ async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
         read_timeout=settings.read_timeout,
         max_pool_connections=settings.max_pool_connections,
     )
-    session = aioboto3.Session()
+    core = AioSession()
+    if settings.fast_attribute_parsing:
+        core.register_component("response_parser_factory", _ParserFactory())
+    session = aioboto3.Session(botocore_session=core)
     async with session.client(
         "dynamodb",
         region_name=settings.region,
