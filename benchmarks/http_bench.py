@@ -27,11 +27,18 @@ CONFIGS: list[tuple[str, str, dict[str, str]]] = [
     ("ours", "real", {}),
     ("floor", "fake", {}),
     ("ours, no parser/validation caches", "real", {"GRAPHQL_CACHES": "false"}),
+    ("ours, botocore attribute parsing", "real", {"FAST_ATTRIBUTE_PARSING": "false"}),
     ("ours, stdlib json", "real", {"ORJSON": "false"}),
     ("ours, no gc.freeze", "real", {"GC_FREEZE": "false"}),
     ("ours, asyncio loop + h11", "real", {"UVICORN_LOOP": "asyncio", "UVICORN_HTTP": "h11"}),
     ("ours, read head-room z=0.5", "real", {"READ_HEADROOM": "0.5"}),
 ]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
@@ -42,7 +49,7 @@ def server(
     table: str,
     seed: int,
     hot_size: int,
-) -> Iterator[int]:
+) -> Iterator[tuple[int, int]]:
     port = free_port()
     env = {**os.environ, "ACCESS_LOG": "false", **env_changes}
     if storage == "real":
@@ -87,7 +94,7 @@ def server(
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not become healthy")
             time.sleep(0.2)
-        yield port
+        yield port, process.pid
     finally:
         process.terminate()
         try:
@@ -99,6 +106,10 @@ def server(
             process.stderr.close()
 
 
+def _engine_cpu(pid: int | None) -> float:
+    return 0.0 if pid is None else cpu_seconds(pid)
+
+
 def run_http(
     mixes: dict[str, list[bytes]],
     *,
@@ -108,20 +119,24 @@ def run_http(
     hot_size: int,
     seconds: float,
     concurrency: int,
+    engine_pid: int | None = None,
 ) -> list[dict[str, Any]]:
     results = []
     for name, storage, changes in CONFIGS:
         # Settings variants only on the mixed workload; ours and the floor on every mix.
         selected = mixes if name in ("ours", "floor") else {"mixed": mixes["mixed"]}
         print(f"HTTP: {name}", file=sys.stderr, flush=True)
-        with server(storage, changes, engine_url, table, seed, hot_size) as port:
+        with server(storage, changes, engine_url, table, seed, hot_size) as (port, pid):
             for mix, bodies in selected.items():
                 asyncio.run(
                     run_load("127.0.0.1", port, bodies, concurrency=concurrency, seconds=2)
                 )  # warm-up
+                server_cpu, engine_cpu = cpu_seconds(pid), _engine_cpu(engine_pid)
                 load = asyncio.run(
                     run_load("127.0.0.1", port, bodies, concurrency=concurrency, seconds=seconds)
                 )
+                server_cpu = cpu_seconds(pid) - server_cpu
+                engine_cpu = _engine_cpu(engine_pid) - engine_cpu
                 results.append(
                     {
                         "config": name,
@@ -133,6 +148,14 @@ def run_http(
                         "req_per_s": round(load.throughput, 1),
                         "p50_ms": round(statistics.median(load.latencies_ms), 2),
                         "p99_ms": round(percentile(load.latencies_ms, 0.99), 2),
+                        # Share of one core used by the server, and by the engine (real only).
+                        "server_cpu": round(server_cpu / load.seconds, 2),
+                        "engine_cpu": round(engine_cpu / load.seconds, 2)
+                        if storage == "real"
+                        else 0,
+                        "server_cpu_ms_per_request": round(
+                            1000 * server_cpu / max(load.requests, 1), 2
+                        ),
                     }
                 )
     return results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from resolvers.context import Context
@@ -52,10 +53,17 @@ async def comments(
     """One page of a product's comments; totals and plan come from the same stats read."""
     listing = ListingFilter(pid, language, None if ratings is None else frozenset(ratings))
     request = PageRequest.from_relay(first, after, last, before)
-    stats = await counts(ctx, listing.product_id, listing.language)
-    page = await ctx.storage(
-        list_comments(ctx.table, listing, request, stats=stats, tuning=ctx.tuning)
-    )
+    if listing.ratings is None:
+        # One partition whatever the counts: read the page while the loader reads them.
+        stats, page = await asyncio.gather(
+            counts(ctx, listing.product_id, listing.language),
+            ctx.storage(list_comments(ctx.table, listing, request)),
+        )
+    else:
+        stats = await counts(ctx, listing.product_id, listing.language)
+        page = await ctx.storage(
+            list_comments(ctx.table, listing, request, stats=stats, tuning=ctx.tuning)
+        )
     # Relay: the flag for the direction of travel is exact; the other one says whether the
     # client came from a cursor (items may exist on that side), without a read to prove it.
     if request.direction is Direction.FORWARD:

@@ -157,9 +157,12 @@ def create_app(
                     )
                 elif secret is None:
                     raise RuntimeError("JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is")
-                opened = await stack.enter_async_context(
-                    open_client(ClientSettings(endpoint_url=endpoint, region=settings.aws_region))
+                client_settings = ClientSettings(
+                    endpoint_url=endpoint,
+                    region=settings.aws_region,
+                    fast_attribute_parsing=settings.fast_attribute_parsing,
                 )
+                opened = await stack.enter_async_context(open_client(client_settings))
             table = TableRef(opened, settings.dynamodb_table)
             if settings.creates_table and client is None:
                 created = await create_table(opened, settings.dynamodb_table)

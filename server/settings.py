@@ -36,6 +36,7 @@ class Settings(BaseSettings):
     read_headroom: float = Field(default=0.25, ge=0, le=5)
     # Performance switches (see benchmarks/RESULTS.md for what each is worth).
     graphql_caches: bool = True  # parser and validation caches
+    fast_attribute_parsing: bool = True  # see storage.client._WireAttributeParser
     orjson: bool = True  # encode responses with orjson
     gc_freeze: bool = True  # move start-up objects out of the collector's way
     uvicorn_loop: Literal["auto", "asyncio", "uvloop"] = "auto"

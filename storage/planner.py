@@ -122,9 +122,9 @@ class Plan:
                 f" (matches {self.match_fraction:.1%} of the partition)"
             )
         for q in self.queries:
+            of = "count unknown" if q.known_count == UNKNOWN_COUNT else f"of {q.known_count}"
             lines.append(
-                f"  query {q.index.partition_attr} = {q.partition_key}"
-                f" limit {q.limit} (of {q.known_count})"
+                f"  query {q.index.partition_attr} = {q.partition_key} limit {q.limit} ({of})"
             )
         if self.skipped_ratings:
             lines.append(f"  skipped ratings {list(self.skipped_ratings)}: count is zero")
@@ -146,6 +146,38 @@ def filtered_limit(want: int, fraction: float, z: float) -> int:
     """Items to scan for ``want`` matches when a ``fraction`` of items match (neg. binomial)."""
     mean = want / fraction
     return max(1, math.ceil(mean + z * math.sqrt(want * (1.0 - fraction)) / fraction))
+
+
+# Stands in for a partition's count when the plan was made without stats.
+UNKNOWN_COUNT = 2**62
+
+
+def plan_unfiltered(listing: ListingFilter, page: PageRequest) -> Plan:
+    """A plan for a listing without a rating filter, made without stats.
+
+    Such a listing is one partition (``all`` or ``byLang``) whatever the counts say, so
+    its page can be read while the counters are read, in one round instead of two. The
+    price: one extra item, to learn whether more exists, even on a first page.
+    """
+    if listing.ratings is not None:
+        raise ValueError("a rating filter needs the stats to plan")
+    pid, lang = listing.product_id, listing.language
+    base = Plan(
+        strategy=Strategy.EMPTY,
+        product_id=pid,
+        language=lang,
+        direction=page.direction,
+        position=page.position,
+        page_size=page.size,
+        want=page.size + 1,
+    )
+    if page.size == 0:
+        return base
+    if lang is None:
+        query = PlannedQuery(Index.ALL, keys.all_pk(pid), page.size + 1, UNKNOWN_COUNT)
+        return replace(base, strategy=Strategy.ALL, queries=(query,))
+    query = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), page.size + 1, UNKNOWN_COUNT)
+    return replace(base, strategy=Strategy.BY_LANG, queries=(query,))
 
 
 def plan_listing(

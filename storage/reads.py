@@ -12,7 +12,7 @@ from storage.errors import InvalidPageRequest, StorageUnavailable
 from storage.executor import Page, execute
 from storage.items import item_to_comment, item_to_counts, stats_key, stats_language
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
-from storage.planner import DEFAULT_TUNING, Tuning, plan_listing
+from storage.planner import DEFAULT_TUNING, Tuning, plan_listing, plan_unfiltered
 from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff
 from storage.table import SORT_KEY, Index, TableRef
 from storage.types import Item
@@ -101,9 +101,12 @@ async def list_comments(
 ) -> Page:
     """One page of a product's comments, newest first, exactly as filtered.
 
-    ``stats`` are the counters of the listing's scope; they are read here when not given
-    (the API passes the ones its loader already has, so counts and plan agree).
+    ``stats`` are the counters of the listing's scope. A rating filter needs them to plan
+    (they are read here first when not given; the API passes the ones its loader has, so
+    counts and plan agree). A listing without a rating filter is planned without them.
     """
+    if stats is None and listing.ratings is None:
+        return await execute(table, plan_unfiltered(listing, page))
     if stats is None:
         stats = await get_counts(table, listing.product_id, listing.language)
     return await execute(table, plan_listing(listing, page, stats, tuning))

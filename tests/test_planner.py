@@ -7,7 +7,7 @@ from dataclasses import FrozenInstanceError
 import pytest
 
 from storage.model import Direction, ListingFilter, PageRequest, RatingCounts
-from storage.planner import Plan, Strategy, Tuning, plan_listing
+from storage.planner import UNKNOWN_COUNT, Plan, Strategy, Tuning, plan_listing, plan_unfiltered
 from storage.table import Index
 
 POS = "2025-06-01T12:00:00.000Z#abc"
@@ -182,3 +182,27 @@ def test_plan_is_frozen_and_explains_itself() -> None:
     assert str(p) == text
     empty = plan({1, 2}, by_rating=(0, 0, 1, 1, 1)).explain()
     assert "skipped ratings [2, 1]" in empty
+
+
+@pytest.mark.parametrize(
+    ("language", "strategy", "partition"),
+    [(None, Strategy.ALL, "PRODUCT#42"), ("de", Strategy.BY_LANG, "PRODUCT#42/de")],
+)
+def test_unfiltered_listings_plan_without_stats(
+    language: str | None, strategy: Strategy, partition: str
+) -> None:
+    p = plan_unfiltered(ListingFilter("42", language), PageRequest(20))
+    assert p.strategy is strategy
+    assert [q.partition_key for q in p.queries] == [partition]
+    # Without the counts, one extra item tells whether more exist, even on a first page.
+    assert p.want == 21
+    assert p.queries[0].limit == 21
+    assert p.queries[0].known_count == UNKNOWN_COUNT
+    assert p.has_more_from_stats is None
+    assert "count unknown" in p.explain()
+    assert plan_unfiltered(ListingFilter("42"), PageRequest(0)).strategy is Strategy.EMPTY
+
+
+def test_rating_filters_need_stats() -> None:
+    with pytest.raises(ValueError, match="stats"):
+        plan_unfiltered(ListingFilter("42", None, frozenset({1, 2})), PageRequest(20))
