@@ -3,6 +3,7 @@ baselines over the same table and positions, timed in the same run."""
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -14,7 +15,7 @@ from resolvers.context import make_context
 from schema import build_schema
 from storage.cursor import encode_cursor
 from storage.model import Direction, ListingFilter, PageRequest
-from storage.reads import list_comments
+from storage.reads import get_counts, list_comments
 from storage.table import TableRef
 
 QUERY = """
@@ -181,12 +182,21 @@ class Runner:
         )
 
     async def ours_storage(self, kind: Kind, position: str | None) -> Measured:
-        """Ours at the storage layer (stats read, plan, execute), like the baselines."""
+        """Ours at the storage layer, reading the stats as the API does: first for a rating
+        filter, alongside the page otherwise."""
         direction = Direction.BACKWARD if kind.backward else Direction.FORWARD
         request = PageRequest(kind.size, direction, position)
+        listing = kind.listing
 
         async def call() -> Any:
-            return await list_comments(self.table, kind.listing, request)
+            if listing.ratings is None:
+                _, page = await asyncio.gather(
+                    get_counts(self.table, listing.product_id, listing.language),
+                    list_comments(self.table, listing, request),
+                )
+                return page
+            stats = await get_counts(self.table, listing.product_id, listing.language)
+            return await list_comments(self.table, listing, request, stats=stats)
 
         page, latencies = await self._timed(call)
         return Measured(
@@ -194,7 +204,7 @@ class Runner:
             len(page.comments),
             page.items_read,
             1 + len(page.executed),
-            1 + page.rounds,
+            page.rounds + (1 if listing.ratings else 0),
             page.capacity_units,
             latencies,
         )

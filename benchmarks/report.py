@@ -185,7 +185,8 @@ def write_results_md(results: dict[str, Any], json_name: str, chart_name: str) -
         "",
         "## Per query kind (through the GraphQL schema, in process)",
         "",
-        "`rounds` counts the stats read as the first round. `storage p50` is ours at the "
+        "`rounds` counts the stats read as a round of its own where the plan waits for it (a "
+        "rating filter); unfiltered pages read alongside it. `storage p50` is ours at the "
         "storage layer (stats read, plan, queries), as the blog and naive figures are, over "
         "the same positions; `GraphQL p50` adds parsing, validation and resolving.",
         "",
