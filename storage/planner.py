@@ -152,6 +152,28 @@ def filtered_limit(want: int, fraction: float, z: float) -> int:
 UNKNOWN_COUNT = 2**62
 
 
+def _empty_plan(
+    listing: ListingFilter,
+    page: PageRequest,
+    *,
+    want: int,
+    has_more_from_stats: bool | None = None,
+    z: float = DEFAULT_TUNING.z,
+) -> Plan:
+    """The EMPTY plan of a page; the planners fill in strategy and queries from it."""
+    return Plan(
+        strategy=Strategy.EMPTY,
+        product_id=listing.product_id,
+        language=listing.language,
+        direction=page.direction,
+        position=page.position,
+        page_size=page.size,
+        want=want,
+        has_more_from_stats=has_more_from_stats,
+        z=z,
+    )
+
+
 def plan_unfiltered(listing: ListingFilter, page: PageRequest) -> Plan:
     """A plan for a listing without a rating filter, made without stats.
 
@@ -162,15 +184,7 @@ def plan_unfiltered(listing: ListingFilter, page: PageRequest) -> Plan:
     if listing.ratings is not None:
         raise ValueError("a rating filter needs the stats to plan")
     pid, lang = listing.product_id, listing.language
-    base = Plan(
-        strategy=Strategy.EMPTY,
-        product_id=pid,
-        language=lang,
-        direction=page.direction,
-        position=page.position,
-        page_size=page.size,
-        want=page.size + 1,
-    )
+    base = _empty_plan(listing, page, want=page.size + 1)
     if page.size == 0:
         return base
     if lang is None:
@@ -195,13 +209,9 @@ def plan_listing(
     first_page = page.position is None
     want = page.size if first_page else page.size + 1
 
-    base = Plan(
-        strategy=Strategy.EMPTY,
-        product_id=pid,
-        language=lang,
-        direction=page.direction,
-        position=page.position,
-        page_size=page.size,
+    base = _empty_plan(
+        listing,
+        page,
         want=want,
         has_more_from_stats=(matching > page.size) if first_page else None,
         z=tuning.z,
