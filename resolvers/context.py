@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from resolvers.errors import StorageUnavailable
@@ -27,7 +27,6 @@ class Context:
     # Loop time by which every storage call of this request must have finished.
     deadline: float
     tuning: Tuning = DEFAULT_TUNING
-    extra: dict[str, object] = field(default_factory=dict)
 
     async def storage(self, call: Awaitable[T]) -> T:
         """Await a storage call within the request's deadline."""

@@ -31,7 +31,6 @@ class Listing:
 
     page: Page
     total: int
-    request: PageRequest
     has_next: bool
     has_previous: bool
 
@@ -70,7 +69,7 @@ async def comments(
         has_next, has_previous = page.has_more, after is not None
     else:
         has_next, has_previous = before is not None, page.has_more
-    return Listing(page, stats.matching(listing.ratings), request, has_next, has_previous)
+    return Listing(page, stats.matching(listing.ratings), has_next, has_previous)
 
 
 async def comment(ctx: Context, comment_id: str) -> Comment | None:
