@@ -19,6 +19,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from schema.comment import Comment
+from schema.cost import cost_limit
 from schema.errors import StorageReport, with_codes
 from schema.limits import alias_limit, depth_limit
 from schema.mutation import Mutation
@@ -32,6 +33,7 @@ class SchemaOptions:
     max_depth: int = 12
     max_aliases: int = 30
     max_tokens: int = 2000
+    max_cost: int = 500
     introspection: bool = True
     caches: bool = True
 
@@ -55,6 +57,7 @@ def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
         StorageReport,
         lambda: MaxTokensLimiter(max_token_count=options.max_tokens),
         lambda: AddValidationRules(rules),
+        cost_limit(options.max_cost),
     ]
     if options.caches:
         extensions += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]

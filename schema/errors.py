@@ -19,6 +19,7 @@ from resolvers.errors import CODES, ApiError, from_storage
 
 log = logging.getLogger("comments.errors")
 TOKEN_LIMIT_PREFIX = "Syntax Error: Document contains more than"
+SUGGESTION = " Did you mean "
 
 
 def classify(error: GraphQLError, request_id: str) -> tuple[str, str, dict[str, Any]]:
@@ -35,16 +36,27 @@ def classify(error: GraphQLError, request_id: str) -> tuple[str, str, dict[str, 
             log.error("request %s: unexpected error", request_id, exc_info=original)
             message = f"Internal server error (request id {request_id})"
             return "INTERNAL_SERVER_ERROR", message, {"requestId": request_id}
-    code = (error.extensions or {}).get("code")
+    extensions = error.extensions or {}
+    code = extensions.get("code")
     if isinstance(code, str) and code in CODES:
-        return code, error.message, {}
+        # Our own rules set the code, and what they add (a cost, a budget) is for clients.
+        return code, error.message, {k: v for k, v in extensions.items() if k != "code"}
     if error.message.startswith(TOKEN_LIMIT_PREFIX):
         return "QUERY_TOO_COMPLEX", "The query has too many tokens.", {}
     # Syntax errors, unknown fields, wrong argument types: the client's request is at fault.
     return "BAD_USER_INPUT", error.message, {}
 
 
-def with_codes(errors: list[GraphQLError], request_id: str) -> list[GraphQLError]:
+def without_suggestions(message: str) -> str:
+    """The message without graphql-core's "Did you mean ...?" hint, which would let a client
+    with introspection off discover field, argument, type and enum names one guess at a time."""
+    head, found, _ = message.partition(SUGGESTION)
+    return head.rstrip() if found else message
+
+
+def with_codes(
+    errors: list[GraphQLError], request_id: str, *, suggestions: bool = True
+) -> list[GraphQLError]:
     """The errors of a result, each rewritten with its contract code.
 
     Applied to every result the HTTP view sends (parse errors included, which Strawberry
@@ -53,6 +65,8 @@ def with_codes(errors: list[GraphQLError], request_id: str) -> list[GraphQLError
     rewritten = []
     for error in errors:
         code, message, extra = classify(error, request_id)
+        if not suggestions:
+            message = without_suggestions(message)
         rewritten.append(
             GraphQLError(
                 message,

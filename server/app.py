@@ -13,12 +13,14 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 import orjson
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, process_result
@@ -28,6 +30,7 @@ from resolvers.auth import mint
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from server.demo import demo_comments
+from server.guards import BodyLimit, SecurityHeaders, content_security_policy, error_body
 from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
@@ -59,13 +62,37 @@ class GraphQLApp(GraphQL[Context, None]):
     def __init__(self, runtime: RuntimeHolder, settings: Settings) -> None:
         super().__init__(
             build_schema(
-                SchemaOptions(introspection=settings.introspection, caches=settings.graphql_caches)
+                SchemaOptions(
+                    introspection=settings.introspection_on,
+                    caches=settings.graphql_caches,
+                    max_cost=settings.max_query_cost,
+                )
             ),
-            graphql_ide="graphiql" if settings.graphiql else None,
+            graphql_ide="graphiql" if settings.graphiql_on else None,
             allow_queries_via_get=False,
         )
         self.runtime = runtime
         self.use_orjson = settings.orjson
+        self.suggestions = settings.suggestions_on
+        self.ide_html = self.graphql_ide_html
+        self.ide_csp = content_security_policy(self.ide_html)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Strawberry answers requests it cannot read (bad JSON, wrong content type, a batch,
+        # a mutation over GET) in plain text; clients get the same GraphQL shape as always.
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            response = await self.run(Request(scope, receive))
+        except HTTPException as exc:
+            response = Response(
+                error_body(exc.reason), status_code=exc.status_code, media_type="application/json"
+            )
+        await response(scope, receive, send)
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return HTMLResponse(self.ide_html, headers={"content-security-policy": self.ide_csp})
 
     def encode_json(self, data: object) -> str | bytes:
         if self.use_orjson:
@@ -94,7 +121,7 @@ class GraphQLApp(GraphQL[Context, None]):
     ) -> GraphQLHTTPResponse:
         if result.errors:
             request_id = getattr(request.state, "request_id", "unknown")
-            result.errors = with_codes(result.errors, request_id)
+            result.errors = with_codes(result.errors, request_id, suggestions=self.suggestions)
         return process_result(result)
 
 
@@ -195,7 +222,10 @@ def create_app(
             return JSONResponse({"status": "unavailable", "storage": "down"}, status_code=503)
         return JSONResponse({"status": "ok", "storage": "up"})
 
-    middleware = []
+    middleware = [
+        Middleware(SecurityHeaders),
+        Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
+    ]
     if settings.cors_origins:
         middleware.append(
             Middleware(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -21,8 +21,17 @@ class Settings(BaseSettings):
     # Unset in embedded mode: generated at start-up, with a dev token printed.
     jwt_secret: str | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    graphiql: bool = True
-    introspection: bool = True
+    # Production posture: GraphiQL, introspection, field suggestions and the dev token
+    # default to off, and a JWT secret and an endpoint are required (see the README).
+    production: bool = False
+    # Unset: on in development, off in production.
+    graphiql: bool | None = None
+    introspection: bool | None = None
+    field_suggestions: bool | None = None
+    # Requests whose body is larger are refused (413) before any of it is parsed.
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # Points a request may cost (storage queries it could run, see schema.cost).
+    max_query_cost: int = Field(default=500, ge=1)
     data_dir: Path = Path(".data")
     # Every storage call of one request must finish within this many seconds.
     storage_timeout: float = Field(default=5.0, gt=0)
@@ -58,6 +67,26 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _production_needs(self) -> Self:
+        if self.production and self.embedded:
+            raise ValueError("PRODUCTION needs DYNAMODB_ENDPOINT_URL (no embedded engine)")
+        if self.production and self.jwt_secret is None:
+            raise ValueError("PRODUCTION needs JWT_SECRET")
+        return self
+
+    @property
+    def graphiql_on(self) -> bool:
+        return not self.production if self.graphiql is None else self.graphiql
+
+    @property
+    def introspection_on(self) -> bool:
+        return not self.production if self.introspection is None else self.introspection
+
+    @property
+    def suggestions_on(self) -> bool:
+        return not self.production if self.field_suggestions is None else self.field_suggestions
 
     @property
     def embedded(self) -> bool:

@@ -17,6 +17,7 @@ from storage.client import ClientSettings, open_client
 from storage.local_engine import LocalEngine
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
+from tests.api_helpers import Api, running_api
 
 settings.register_profile(
     "ci",
@@ -58,3 +59,10 @@ async def table(client: DynamoClient) -> TableRef:
 def product_id() -> str:
     """A product id no other test uses."""
     return f"p-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+async def api(table: TableRef) -> AsyncIterator[Api]:
+    """The application in process, over the session's table, development settings."""
+    async with running_api(table.client, table.name) as running:
+        yield running

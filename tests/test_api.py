@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import jwt
@@ -45,12 +44,6 @@ query($pid: ID!, $language: String, $ratings: [Int!], $first: Int, $after: Strin
     }
   }
 }"""
-
-
-@pytest.fixture(scope="session")
-async def api(table: TableRef) -> AsyncIterator[Api]:
-    async with running_api(table.client, table.name) as running:
-        yield running
 
 
 @pytest.fixture

@@ -1,0 +1,153 @@
+"""HTTP guards in front of the GraphQL view: a body-size limit, security headers, and
+GraphQL-shaped errors for requests refused before GraphQL could read them.
+
+Pure ASGI middleware (no response buffering), so streaming and the request id header pass
+through untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+import orjson
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# Sent on every response: no MIME sniffing, no referrer leaks, never cached by proxies
+# (responses depend on the caller's token).
+COMMON_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+# Sent on HTML (the GraphiQL page) as well: no framing, nothing loaded from elsewhere but
+# the pinned IDE assets.
+HTML_HEADERS = {
+    "x-frame-options": "DENY",
+    "cross-origin-opener-policy": "same-origin",
+    "permissions-policy": "camera=(), microphone=(), geolocation=()",
+}
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+
+
+def content_security_policy(html: str, asset_origin: str = "https://unpkg.com") -> str:
+    """A CSP for one HTML page: its inline scripts allowed by hash, assets from one origin."""
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+        for body in _INLINE_SCRIPT.findall(html)
+    )
+    return "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src 'self' {asset_origin} {hashes}".rstrip(),
+            # GraphiQL's editor sets style attributes from script.
+            f"style-src 'self' 'unsafe-inline' {asset_origin}",
+            f"font-src 'self' data: {asset_origin}",
+            "img-src 'self' data:",
+            "connect-src 'self'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    )
+
+
+def error_body(message: str, code: str = "BAD_USER_INPUT") -> bytes:
+    """A GraphQL response carrying one error with its contract code."""
+    return orjson.dumps(
+        {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]}
+    )
+
+
+async def send_error(send: Send, status: int, message: str) -> None:
+    body = error_body(message)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class SecurityHeaders:
+    """Adds the common headers to every response, and the HTML ones to HTML responses."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in COMMON_HEADERS.items():
+                    headers.setdefault(name, value)
+                if headers.get("content-type", "").startswith("text/html"):
+                    for name, value in HTML_HEADERS.items():
+                        headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class BodyLimit:
+    """Refuses request bodies over ``max_bytes`` with 413, by Content-Length up front or by
+    counting a chunked body as it streams in, before any of it is parsed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        message = f"The request body is larger than {self.max_bytes} bytes."
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await send_error(send, 413, message)
+            return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            chunk = await receive()
+            if chunk["type"] == "http.request":
+                received += len(chunk.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge
+            return chunk
+
+        async def tracking_send(reply: Message) -> None:
+            nonlocal started
+            if reply["type"] == "http.response.start":
+                started = True
+            await send(reply)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await send_error(send, 413, message)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _content_length(scope: Scope) -> int | None:
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for name, value in headers:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
