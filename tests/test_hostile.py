@@ -352,15 +352,12 @@ async def test_methods(api: Api, method: str, params: dict[str, str] | None) -> 
     refused(response.json())
 
 
-def _token(
-    claims: dict[str, Any], key: str = SECRET, algorithm: str = ALGORITHM, **headers: Any
-) -> str:
-    return jwt.encode(claims, key, algorithm=algorithm, headers=headers or None)
+def _token(claims: dict[str, Any], key: str = SECRET, algorithm: str = ALGORITHM) -> str:
+    return jwt.encode(claims, key, algorithm=algorithm)
 
 
 def _unsigned(header: dict[str, Any], claims: dict[str, Any]) -> str:
-    part = lambda obj: _b64(json.dumps(obj).encode())  # noqa: E731
-    return f"{part(header)}.{part(claims)}."
+    return f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}."
 
 
 SOON = int(time.time()) + 600
