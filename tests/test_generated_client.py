@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import importlib
-import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from storage.local_engine import LocalEngine, free_port
+from reliability.live import live_server
+from storage.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET, token
 
@@ -54,48 +52,15 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="module")
-def live_server(engine: LocalEngine, table: TableRef) -> Iterator[str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DYNAMODB_ENDPOINT_URL": engine.endpoint_url,
-        "DYNAMODB_TABLE": table.name,
-        "JWT_SECRET": SECRET,
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-    }
-    server = subprocess.Popen(
-        [str(COMMENTS), "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if server.poll() is not None:
-                output = server.stdout.read().decode() if server.stdout else ""
-                raise AssertionError(f"server exited early:\n{output}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                server.terminate()
-                output = server.communicate(timeout=15)[0].decode()
-                raise AssertionError(f"server did not become healthy:\n{output}")
-            time.sleep(0.1)
-        yield f"{url}/graphql"
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
-        if server.stdout:
-            server.stdout.close()
+def server(engine: LocalEngine, table: TableRef) -> Iterator[str]:
+    with live_server(engine.endpoint_url, table.name, SECRET) as running:
+        yield running.graphql_url
 
 
-async def test_generated_client_round_trip(generated: Any, live_server: str) -> None:
+async def test_generated_client_round_trip(generated: Any, server: str) -> None:
     product = f"gen-{uuid.uuid4().hex[:8]}"
     auth = {"Authorization": f"Bearer {token('gina', name='Gina')}"}
-    async with generated.Client(url=live_server, headers=auth) as client:
+    async with generated.Client(url=server, headers=auth) as client:
         good = await client.create_comment(
             generated.CreateCommentInput(
                 product_id=product, rating=5, language="en", body="Love it", title="Yes"

@@ -1,0 +1,1 @@
+"""Reliability tooling: schema fuzzing, storage faults, load and soak (see the README)."""

@@ -1,0 +1,285 @@
+"""Fuzz a live server from `schema.graphql` with schemathesis (GraphQL mode).
+
+Every root field is exercised with generated queries and arguments, without a token and
+with a valid one. Each response must be well-formed GraphQL (an object with `data` and/or a
+list of `errors`), no status may be 5xx, every error must carry a contract code (and none
+may be INTERNAL_SERVER_ERROR, which would be a bug we masked), and no error message may
+leak internals.
+
+    python -m reliability.fuzz --examples 500    # the long form (the README's command)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import hypothesis
+import requests
+import schemathesis
+from graphql import (
+    ArgumentNode,
+    GraphQLError,
+    IntValueNode,
+    ListValueNode,
+    NullValueNode,
+    ObjectFieldNode,
+    StringValueNode,
+    ValueNode,
+    Visitor,
+    parse,
+    print_ast,
+    visit,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis.core.result import Err
+from schemathesis.graphql import nodes
+
+from reliability.live import ROOT, rig
+
+CODES = frozenset(
+    {
+        "BAD_USER_INPUT",
+        "UNAUTHENTICATED",
+        "FORBIDDEN",
+        "NOT_FOUND",
+        "CONFLICT",
+        "QUERY_TOO_COMPLEX",
+        "STORAGE_UNAVAILABLE",
+        "INTERNAL_SERVER_ERROR",
+    }
+)
+# Words no error message may contain: stack traces, AWS and engine text, table, index and
+# key formats. (Data may name indexes: the `plan` field explains the query by design.)
+LEAKS = (
+    "Traceback",
+    'File "',
+    "botocore",
+    "ClientError",
+    "DynamoDB",
+    "dynamodb",
+    "ConditionalCheck",
+    "ProvisionedThroughput",
+    "TransactionCanceled",
+    "GSISK",
+    "GSIPK",
+    "PRODUCT#",
+    "COMMENT#",
+    "LEADERS",
+    "byLangAndRating",
+    "byRating",
+    "comments_test",
+)
+
+# DateTime appears only in outputs; a strategy is still required to load the schema.
+schemathesis.graphql.scalar(
+    "DateTime",
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1)).map(
+        lambda d: nodes.String(d.replace(tzinfo=UTC).isoformat())
+    ),
+)
+
+
+@dataclass
+class Problem:
+    operation: str
+    authenticated: bool
+    reason: str
+    request: str
+    response: str
+
+    def __str__(self) -> str:
+        auth = "with token" if self.authenticated else "without token"
+        return (
+            f"{self.operation} ({auth}): {self.reason}\n  request: {self.request[:400]}\n"
+            f"  response: {self.response[:400]}"
+        )
+
+
+@dataclass
+class FuzzReport:
+    examples: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    codes: Counter[str] = field(default_factory=Counter)
+    accepted: Counter[str] = field(default_factory=Counter)  # root field -> clean answers
+    problems: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "examples": self.examples,
+            "accepted": dict(sorted(self.accepted.items())),
+            "statuses": dict(sorted(self.statuses.items())),
+            "errorCodes": dict(self.codes.most_common()),
+            "problems": len(self.problems),
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def check_response(status: int, text: str) -> tuple[str | None, list[str], bool]:
+    """(problem or None, the error codes, whether data came back without errors)."""
+    if status >= 500:
+        return f"status {status}", [], False
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return "the body is not JSON", [], False
+    if not isinstance(body, dict) or not ({"data", "errors"} & body.keys()):
+        return "not a GraphQL response (no data, no errors)", [], False
+    errors = body.get("errors") or []
+    if not isinstance(errors, list):
+        return "errors is not a list", [], False
+    codes: list[str] = []
+    for error in errors:
+        if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+            return "an error without a message", codes, False
+        code = (error.get("extensions") or {}).get("code")
+        if code not in CODES:
+            return f"an error without a contract code: {code!r}", codes, False
+        codes.append(code)
+        if code == "INTERNAL_SERVER_ERROR":
+            return "an unexpected error (masked as INTERNAL_SERVER_ERROR)", codes, False
+        leaked = [word for word in LEAKS if word in json.dumps(error)]
+        if leaked:
+            return f"the error leaks {leaked}", codes, False
+    return None, codes, not errors and body.get("data") is not None
+
+
+PRODUCTS = ("fz-a", "fz-b", "fz-c")
+LANGUAGES = ("en", "de", "pt-br")
+
+
+def _int(value: int) -> IntValueNode:
+    return IntValueNode(value=str(value))
+
+
+def _string(value: str) -> StringValueNode:
+    return StringValueNode(value=value)
+
+
+def _valid(name: str, data: st.DataObject) -> ValueNode | None:
+    """A valid value for an argument or input field of this name, drawn; None: keep it."""
+    if name == "productId":
+        return _string(data.draw(st.sampled_from(PRODUCTS)))
+    if name == "language":
+        return _string(data.draw(st.sampled_from(LANGUAGES)))
+    if name == "rating":
+        return _int(data.draw(st.integers(1, 5)))
+    if name == "ratings":
+        picked = data.draw(st.sets(st.integers(1, 5), max_size=5))
+        return ListValueNode(values=tuple(_int(r) for r in sorted(picked)))
+    if name in ("first", "last"):
+        return _int(data.draw(st.integers(1, 30)))
+    if name in ("after", "before"):
+        return NullValueNode()
+    if name == "body":
+        return _string(data.draw(st.text(min_size=1, max_size=50).filter(str.strip)))
+    if name == "title":
+        return _string(data.draw(st.text(max_size=40)))
+    return None
+
+
+def steer(query: str, data: st.DataObject) -> str:
+    """The query with some arguments replaced by valid values."""
+
+    class Steer(Visitor):
+        def enter_argument(self, node: ArgumentNode, *_: Any) -> ArgumentNode | None:
+            value = _valid(node.name.value, data)
+            return None if value is None else ArgumentNode(name=node.name, value=value)
+
+        def enter_object_field(self, node: ObjectFieldNode, *_: Any) -> ObjectFieldNode | None:
+            value = _valid(node.name.value, data)
+            return None if value is None else ObjectFieldNode(name=node.name, value=value)
+
+    try:
+        document = parse(query)
+    except GraphQLError:
+        return query
+    return print_ast(visit(document, Steer()))
+
+
+def fuzz(url: str, token: str, *, examples: int, seed: int = 0) -> FuzzReport:
+    """Run ``examples`` generated requests per root field and per auth mode against ``url``."""
+    schema = schemathesis.graphql.from_path(ROOT / "schema.graphql")
+    report = FuzzReport()
+    started = time.monotonic()
+    with requests.Session() as session:
+        for result in schema.get_all_operations():
+            if isinstance(result, Err):
+                raise RuntimeError(f"schema.graphql cannot be fuzzed: {result.err()}")
+            operation = result.ok()
+            for authenticated in (False, True):
+                headers = {"Authorization": f"Bearer {token}"} if authenticated else {}
+                _fuzz_one(operation, session, url, headers, examples, seed, report)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _fuzz_one(
+    operation: Any,
+    session: requests.Session,
+    url: str,
+    headers: dict[str, str],
+    examples: int,
+    seed: int,
+    report: FuzzReport,
+) -> None:
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=seed == 0,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy(), data=st.data())
+    def run(case: Any, data: st.DataObject) -> None:
+        # Half the cases are steered towards valid arguments, so the fuzzing also reaches
+        # the planner, the fan-out and the writes, not only argument validation.
+        query = case.body
+        if data.draw(st.booleans(), label="steer"):
+            query = steer(query, data)
+        body = {"query": query}
+        response = session.post(url, json=body, headers=headers, timeout=30)
+        report.examples += 1
+        report.statuses[response.status_code] += 1
+        problem, codes, accepted = check_response(response.status_code, response.text)
+        report.codes.update(codes)
+        report.accepted[operation.label] += accepted
+        if problem is not None:
+            report.problems.append(
+                Problem(operation.label, bool(headers), problem, json.dumps(body), response.text)
+            )
+
+    if seed:
+        run = hypothesis.seed(seed)(run)
+    run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--examples", type=int, default=500, help="per root field and auth mode (default 500)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="0: the same examples as CI")
+    args = parser.parse_args(argv)
+    with rig("fuzz") as running:
+        url = running.server.graphql_url
+        print(f"fuzzing {url}, {args.examples} examples per field and auth mode", file=sys.stderr)
+        report = fuzz(url, running.token(), examples=args.examples, seed=args.seed)
+        drift = running.verify()
+    summary = {**report.summary(), "commentsAtEnd": drift.comments, "drifts": len(drift.drifts)}
+    print(json.dumps(summary, indent=2))
+    for problem in report.problems[:20]:
+        print(problem, file=sys.stderr)
+    return 1 if report.problems or drift.drifts else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""A live `comments serve` process on a free port, stopped by PID; for fuzzing, faults and soak."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+from resolvers.auth import mint
+from storage.client import ClientSettings, open_client
+from storage.local_engine import LocalEngine, free_port
+from storage.table import TableRef, create_table
+from storage.verify import Report, verify
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMENTS = ROOT / ".venv" / "bin" / "comments"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveServer:
+    port: int
+    pid: int
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def graphql_url(self) -> str:
+        return f"{self.base_url}/graphql"
+
+
+@contextmanager
+def live_server(endpoint_url: str, table: str, jwt_secret: str, **env: str) -> Iterator[LiveServer]:
+    """Run the server against an engine and table until the block ends; extra keyword
+    arguments become environment variables (``STORAGE_TIMEOUT="2"``)."""
+    port = free_port()
+    environment = {
+        **os.environ,
+        "DYNAMODB_ENDPOINT_URL": endpoint_url,
+        "DYNAMODB_TABLE": table,
+        "JWT_SECRET": jwt_secret,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "ACCESS_LOG": "false",
+        **env,
+    }
+    # The log goes to a file, not a pipe: nobody reads a pipe while the server runs, and a
+    # full one would block the server mid-request.
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [str(COMMENTS), "serve"],
+            env=environment,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_healthy(process, log, f"http://127.0.0.1:{port}/healthz")
+            yield LiveServer(port, process.pid)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_healthy(
+    process: subprocess.Popen[bytes], log: IO[bytes], url: str, timeout: float = 60
+) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            log.seek(0)
+            output = log.read().decode(errors="replace")
+            raise RuntimeError(f"the server exited early:\n{output[-3000:]}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not become healthy within {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of a process (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+async def _create(endpoint_url: str, table: str) -> None:
+    async with open_client(ClientSettings(endpoint_url=endpoint_url)) as client:
+        await create_table(client, table)
+
+
+async def _verify(endpoint_url: str, table: str) -> Report:
+    async with open_client(ClientSettings(endpoint_url=endpoint_url)) as client:
+        return await verify(TableRef(client, table))
+
+
+@dataclass
+class Rig:
+    """DynamoDB Local, a table and a live server, for the command-line runs."""
+
+    engine: LocalEngine
+    server: LiveServer
+    table: str
+    secret: str
+
+    def token(self, sub: str = "reliability", *, moderator: bool = True) -> str:
+        return mint(self.secret, sub, roles=["moderator"] if moderator else None)
+
+    def verify(self) -> Report:
+        """The verify command's check of every counter and leaderboard entry."""
+        return asyncio.run(_verify(self.engine.endpoint_url, self.table))
+
+
+@contextmanager
+def rig(table: str = "reliability", *, data_dir: Path | None = None, **env: str) -> Iterator[Rig]:
+    """Start an engine (in memory unless ``data_dir``), create ``table``, run a server on it."""
+    secret = secrets.token_urlsafe(32)
+    print("starting DynamoDB Local and the server ...", file=sys.stderr)
+    with LocalEngine(data_dir=data_dir) as engine:
+        asyncio.run(_create(engine.endpoint_url, table))
+        with live_server(engine.endpoint_url, table, secret, **env) as server:
+            yield Rig(engine, server, table, secret)

@@ -1,0 +1,84 @@
+"""Schema fuzzing (schemathesis, GraphQL mode) against a live server: the short form of
+`python -m reliability.fuzz`. No 5xx, well-formed GraphQL, contract codes, no leaks, and
+the counters still exact afterwards."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from reliability.fuzz import check_response, fuzz
+from reliability.live import LiveServer, live_server
+from resolvers.auth import mint
+from storage.local_engine import LocalEngine
+from storage.table import TableRef, create_table
+from storage.verify import verify
+from tests.api_helpers import SECRET
+
+EXAMPLES = 25  # per root field and auth mode: 7 fields x 2 x 25 = 350 requests
+
+
+@pytest.fixture(scope="module")
+async def fuzz_table(table: TableRef) -> TableRef:
+    name = f"fuzz_{uuid.uuid4().hex[:8]}"
+    await create_table(table.client, name)
+    return TableRef(table.client, name)
+
+
+@pytest.fixture(scope="module")
+def server(engine: LocalEngine, fuzz_table: TableRef) -> Iterator[LiveServer]:
+    with live_server(engine.endpoint_url, fuzz_table.name, SECRET) as running:
+        yield running
+
+
+async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -> None:
+    token = mint(SECRET, "fuzzer", roles=["moderator"])
+    report = fuzz(server.graphql_url, token, examples=EXAMPLES)
+    assert report.problems == [], "\n".join(map(str, report.problems[:5]))
+    assert report.examples == 7 * 2 * EXAMPLES
+    assert all(status < 500 for status in report.statuses)
+    # Steering reached past validation: reads and writes really ran.
+    assert report.accepted["Query.product"] > 0
+    assert report.accepted["Mutation.createComment"] > 0
+    assert "UNAUTHENTICATED" in report.codes
+    outcome = await verify(fuzz_table)
+    assert outcome.drifts == ()
+    assert outcome.comments >= report.accepted["Mutation.createComment"]
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "problem"),
+    [
+        (502, "<html>bad gateway</html>", "status 502"),
+        (200, "not json", "the body is not JSON"),
+        (200, "[]", "not a GraphQL response (no data, no errors)"),
+        (200, '{"errors": [{"message": "x"}]}', "an error without a contract code: None"),
+        (
+            200,
+            '{"errors": [{"message": "x", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}]}',
+            "an unexpected error (masked as INTERNAL_SERVER_ERROR)",
+        ),
+        (
+            200,
+            '{"errors": [{"message": "Traceback (most recent call last)", '
+            '"extensions": {"code": "BAD_USER_INPUT"}}]}',
+            "the error leaks ['Traceback']",
+        ),
+        (
+            200,
+            '{"errors": [{"message": "key PRODUCT#p/en", "extensions": {"code": "NOT_FOUND"}}]}',
+            "the error leaks ['PRODUCT#']",
+        ),
+        (200, '{"data": {"x": 1}}', None),
+        (
+            400,
+            '{"data": null, "errors": [{"message": "m", '
+            '"extensions": {"code": "BAD_USER_INPUT"}}]}',
+            None,
+        ),
+    ],
+)
+def test_the_checks_catch_what_they_should(status: int, text: str, problem: str | None) -> None:
+    assert check_response(status, text)[0] == problem
