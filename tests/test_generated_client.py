@@ -19,7 +19,6 @@ from tests.api_helpers import SECRET, token
 
 ROOT = Path(__file__).resolve().parent.parent
 CODEGEN = ROOT / ".venv-codegen" / "bin" / "ariadne-codegen"
-COMMENTS = ROOT / ".venv" / "bin" / "comments"
 
 
 @pytest.fixture(scope="module")
