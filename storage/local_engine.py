@@ -154,6 +154,18 @@ class LocalEngine:
                 process.wait()
         self._close_log()
 
+    def kill(self) -> None:
+        """Crash the engine (SIGKILL, no shutdown); ``start`` brings it back on the same
+        port, with the same data when it has a data directory."""
+        process, self._process = self._process, None
+        if self.port is not None:
+            self.requested_port = self.port
+        self.port = None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+        self._close_log()
+
     def _tail(self) -> str:
         if self._log is None:
             return ""
