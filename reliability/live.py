@@ -134,11 +134,19 @@ class Rig:
 
 
 @contextmanager
-def rig(table: str = "reliability", *, data_dir: Path | None = None, **env: str) -> Iterator[Rig]:
-    """Start an engine (in memory unless ``data_dir``), create ``table``, run a server on it."""
+def rig(
+    table: str = "reliability",
+    *,
+    data_dir: Path | None = None,
+    create: bool = True,
+    env: dict[str, str] | None = None,
+) -> Iterator[Rig]:
+    """Start an engine (in memory unless ``data_dir``), create ``table`` (or leave that to the
+    server: ``CREATE_TABLE=true`` in ``env``), run a server on it."""
     secret = secrets.token_urlsafe(32)
     print("starting DynamoDB Local and the server ...", file=sys.stderr)
     with LocalEngine(data_dir=data_dir) as engine:
-        asyncio.run(_create(engine.endpoint_url, table))
-        with live_server(engine.endpoint_url, table, secret, **env) as server:
+        if create:
+            asyncio.run(_create(engine.endpoint_url, table))
+        with live_server(engine.endpoint_url, table, secret, **(env or {})) as server:
             yield Rig(engine, server, table, secret)

@@ -1,0 +1,115 @@
+"""Load with nothing lost: a short soak of the mixed workload against a live server, and
+DynamoDB Local killed under load and started again while the server keeps running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from reliability.live import LiveServer, live_server
+from reliability.soak import Driver, losses, snapshot
+from resolvers.auth import mint
+from storage.client import ClientSettings, open_client
+from storage.local_engine import LocalEngine
+from storage.model import NewComment
+from storage.table import TableRef, create_table
+from storage.verify import verify
+from tests.api_helpers import SECRET
+from tests.helpers import create_many, stamp
+
+PRODUCTS = [f"soak-{n}" for n in range(6)]
+HOT = "soak-hot"
+
+
+def _token(sub: str) -> str:
+    return mint(SECRET, sub)
+
+
+async def _seed(table: TableRef) -> None:
+    await create_table(table.client, table.name)
+    await create_many(
+        table,
+        [
+            NewComment(
+                PRODUCTS[n % len(PRODUCTS)],
+                ["en", "de", "fr"][n % 3],
+                [5, 5, 4, 1, 3][n % 5],
+                f"seed {n}",
+                f"seeder{n % 7}",
+                created_at=stamp(n),
+            )
+            for n in range(150)
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+async def soak_table(table: TableRef) -> TableRef:
+    own = TableRef(table.client, f"soak_{uuid.uuid4().hex[:8]}")
+    await _seed(own)
+    return own
+
+
+@pytest.fixture(scope="module")
+def server(engine: LocalEngine, soak_table: TableRef) -> Iterator[LiveServer]:
+    with live_server(engine.endpoint_url, soak_table.name, SECRET) as running:
+        yield running
+
+
+async def test_short_soak_loses_nothing(server: LiveServer, soak_table: TableRef) -> None:
+    before = await snapshot(server.graphql_url, [*PRODUCTS, HOT])
+    driver = Driver(server.graphql_url, _token, PRODUCTS, HOT, seed=3)
+    report = await driver.run(seconds=15, concurrency=8)
+    after = await snapshot(server.graphql_url, [*PRODUCTS, HOT])
+    assert report.requests > 100
+    assert report.by_kind["create"] > 0
+    assert report.by_kind["delete"] > 0
+    assert set(report.codes) <= {"CONFLICT"}, report.codes  # retried; nothing else expected
+    assert report.gave_up == 0
+    assert losses(before, after, report) == dict.fromkeys(
+        ("missing", "duplicated", "resurrected", "unexpected"), 0
+    )
+    check = await verify(soak_table)
+    assert check.drifts == ()
+
+
+async def test_engine_killed_under_load_and_restarted(tmp_path: Path) -> None:
+    engine = LocalEngine(data_dir=tmp_path / "engine")
+    await asyncio.to_thread(engine.start)
+    try:
+        async with open_client(ClientSettings(endpoint_url=engine.endpoint_url)) as client:
+            own = TableRef(client, "restart")
+            await _seed(own)
+        with live_server(engine.endpoint_url, own.name, SECRET, STORAGE_TIMEOUT="2") as running:
+            before = await snapshot(running.graphql_url, [*PRODUCTS, HOT])
+            driver = Driver(running.graphql_url, _token, PRODUCTS, HOT, seed=5)
+            load = asyncio.create_task(driver.run(seconds=12, concurrency=8))
+            await asyncio.sleep(3)
+            await asyncio.to_thread(engine.kill)
+            await asyncio.sleep(3)
+            await asyncio.to_thread(engine.start)
+            report = await load
+            # The same server process, healthy again without a restart.
+            os.kill(running.pid, 0)
+            async with httpx.AsyncClient(timeout=5) as http:
+                health = await http.get(f"{running.base_url}/healthz")
+            assert health.json() == {"status": "ok", "storage": "up"}
+            after = await snapshot(running.graphql_url, [*PRODUCTS, HOT])
+        outage = report.codes["STORAGE_UNAVAILABLE"] + report.codes["TRANSPORT"]
+        assert outage > 0, report.codes  # the kill did hit requests in flight
+        assert "INTERNAL_SERVER_ERROR" not in report.codes
+        assert report.gave_up == 0
+        assert losses(before, after, report) == dict.fromkeys(
+            ("missing", "duplicated", "resurrected", "unexpected"), 0
+        )
+        async with open_client(ClientSettings(endpoint_url=engine.endpoint_url)) as client:
+            check = await verify(TableRef(client, "restart"))
+        assert check.drifts == ()
+    finally:
+        await asyncio.to_thread(engine.stop)
