@@ -98,8 +98,11 @@ class Driver:
         products: list[str],
         hot: str,
         seed: int = 0,
+        *,
+        deletes: bool = True,
     ) -> None:
         self.url = url
+        self.deletes = deletes
         self.token_for = token_for
         self.products = products
         self.hot = hot
@@ -159,7 +162,7 @@ class Driver:
                         await self.read(http, rng)
                     elif roll < 0.85:
                         await self.create(http, rng, sub, number, mine)
-                    elif roll < 0.95 and mine:
+                    elif roll < 0.95 and mine and self.deletes:
                         await self.delete(http, sub, mine.pop(rng.randrange(len(mine))))
                     else:
                         await self.call(
