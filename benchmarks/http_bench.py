@@ -5,18 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from benchmarks.inprocess import percentile
 from benchmarks.loadgen import run_load
+from reliability.live import server_process
 from storage.local_engine import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +48,7 @@ def server(
     hot_size: int,
 ) -> Iterator[tuple[int, int]]:
     port = free_port()
-    env = {**os.environ, "ACCESS_LOG": "false", **env_changes}
+    env = dict(env_changes)
     if storage == "real":
         env.update(
             DYNAMODB_ENDPOINT_URL=engine_url,
@@ -74,36 +71,9 @@ def server(
             "--hot-size",
             str(hot_size),
         ]
-    process = subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"server exited: {process.stderr.read().decode()[-2000:]}"
-                    if process.stderr
-                    else "server exited"
-                )
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not become healthy")
-            time.sleep(0.2)
-        yield port, process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr:
-            process.stderr.close()
+    # A cold engine under the seeding that precedes some runs can take minutes to answer.
+    with server_process(command, port, env, timeout=300) as pid:
+        yield port, pid
 
 
 def _engine_cpu(pid: int | None) -> float:

@@ -47,29 +47,37 @@ def live_server(endpoint_url: str, table: str, jwt_secret: str, **env: str) -> I
     arguments become environment variables (``STORAGE_TIMEOUT="2"``)."""
     port = free_port()
     environment = {
-        **os.environ,
         "DYNAMODB_ENDPOINT_URL": endpoint_url,
         "DYNAMODB_TABLE": table,
         "JWT_SECRET": jwt_secret,
         "HOST": "127.0.0.1",
         "PORT": str(port),
-        "ACCESS_LOG": "false",
         **env,
     }
+    with server_process([str(COMMENTS), "serve"], port, environment) as pid:
+        yield LiveServer(port, pid)
+
+
+@contextmanager
+def server_process(
+    command: list[str], port: int, env: dict[str, str], timeout: float = 60
+) -> Iterator[int]:
+    """Start a server process listening on ``port``, wait until its /healthz answers 200,
+    stop it by PID when the block ends; yields the PID."""
     # The log goes to a file, not a pipe: nobody reads a pipe while the server runs, and a
     # full one would block the server mid-request.
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
-            [str(COMMENTS), "serve"],
-            env=environment,
+            command,
+            env={**os.environ, "ACCESS_LOG": "false", **env},
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
         try:
-            _wait_healthy(process, log, f"http://127.0.0.1:{port}/healthz")
-            yield LiveServer(port, process.pid)
+            _wait_healthy(process, log, f"http://127.0.0.1:{port}/healthz", timeout)
+            yield process.pid
         finally:
             process.terminate()
             try:
