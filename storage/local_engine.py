@@ -154,15 +154,16 @@ class LocalEngine:
                 process.wait()
         self._close_log()
 
-    def kill(self) -> None:
-        """Crash the engine (SIGKILL, no shutdown); ``start`` brings it back on the same
-        port, with the same data when it has a data directory."""
+    def kill(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Crash the engine (SIGKILL: no shutdown; or another signal, e.g. SIGTERM, waited
+        for); ``start`` brings it back on the same port, with the same data when it has a
+        data directory."""
         process, self._process = self._process, None
         if self.port is not None:
             self.requested_port = self.port
         self.port = None
         if process is not None and process.poll() is None:
-            process.kill()
+            process.send_signal(sig)
             process.wait()
         self._close_log()
 
