@@ -30,10 +30,11 @@ NOTES = [
     "- First pages of large partitions are slower than deep ones on DynamoDB Local, for every "
     "reader: a descending query with no sort-key bound costs it more than a bounded one (see "
     "the blog's fan-out on 'no filter' against 'page 500'). Deep pages cost no more.",
-    "- HTTP figures move between runs on this shared machine: 'ours, mixed' measured 171 to "
-    "201 req/s over four full runs on 2026-11-21 (36 %, 42 %, 35 % and 32 % of the floor). "
-    "A settings row less than about 10 % from 'ours' is within that noise; the caches "
-    "(about 1.7x) and the attribute pass-through (about 1.2x) stand out of it in every run.",
+    "- HTTP figures move between runs on this shared machine: 'ours, mixed' measured 166 to "
+    "201 req/s over five full runs on 2026-11-21 (36 %, 42 %, 35 %, 32 % and 39 % of the "
+    "floor). A settings row less than about 10 % from 'ours' is within that noise; the caches "
+    "(about 1.6-1.7x) and the attribute pass-through (about 1.15-1.2x) stand out of it in "
+    "every run.",
     "- Latency is in-process (no HTTP) on a shared 2-core machine with DynamoDB Local on the "
     "same cores; compare figures within one run, not across runs.",
 ]
