@@ -154,6 +154,45 @@ def check_response(status: int, text: str) -> tuple[str | None, list[str], bool]
 
 PRODUCTS = ("fz-a", "fz-b", "fz-c")
 LANGUAGES = ("en", "de", "pt-br")
+SEED_COMMENT = """mutation($input: CreateCommentInput!) {
+  createComment(input: $input) { comment { id commentId product { id } } } }"""
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """Objects that exist when fuzzing starts, so that steered ids name real ones."""
+
+    global_ids: tuple[str, ...] = ()  # Relay ids of comments and products
+    comment_ids: tuple[str, ...] = ()
+
+
+def seed_known(session: requests.Session, url: str, token: str) -> Known:
+    """Create two comments per product (idempotently: a rerun finds the same ones)."""
+    global_ids: list[str] = []
+    comment_ids: list[str] = []
+    for number in range(2 * len(PRODUCTS)):
+        variables: dict[str, Any] = {
+            "input": {
+                "productId": PRODUCTS[number % len(PRODUCTS)],
+                "rating": number % 5 + 1,
+                "language": LANGUAGES[number % len(LANGUAGES)],
+                "body": f"fuzzing seed {number}",
+                "idempotencyKey": f"fuzz-seed-{number}",
+            }
+        }
+        response = session.post(
+            url,
+            json={"query": SEED_COMMENT, "variables": variables},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        body = response.json()
+        if body.get("errors"):
+            raise RuntimeError(f"seeding the fuzz target failed: {body['errors'][0]['message']}")
+        comment = body["data"]["createComment"]["comment"]
+        comment_ids.append(comment["commentId"])
+        global_ids += [comment["id"], comment["product"]["id"]]
+    return Known(tuple(dict.fromkeys(global_ids)), tuple(comment_ids))
 
 
 def _int(value: int) -> IntValueNode:
@@ -164,8 +203,15 @@ def _string(value: str) -> StringValueNode:
     return StringValueNode(value=value)
 
 
-def _valid(name: str, data: st.DataObject) -> ValueNode | None:
+def _valid(name: str, data: st.DataObject, known: Known) -> ValueNode | None:
     """A valid value for an argument or input field of this name, drawn; None: keep it."""
+    if name == "id" and known.global_ids:
+        return _string(data.draw(st.sampled_from(known.global_ids)))
+    if name == "ids" and known.global_ids:
+        named = data.draw(st.lists(st.sampled_from(known.global_ids), max_size=5))
+        return ListValueNode(values=tuple(_string(i) for i in named))
+    if name == "commentId" and known.comment_ids:
+        return _string(data.draw(st.sampled_from(known.comment_ids)))
     if name == "productId":
         return _string(data.draw(st.sampled_from(PRODUCTS)))
     if name == "language":
@@ -186,16 +232,16 @@ def _valid(name: str, data: st.DataObject) -> ValueNode | None:
     return None
 
 
-def steer(query: str, data: st.DataObject) -> str:
+def steer(query: str, data: st.DataObject, known: Known = Known()) -> str:
     """The query with some arguments replaced by valid values."""
 
     class Steer(Visitor):
         def enter_argument(self, node: ArgumentNode, *_: Any) -> ArgumentNode | None:
-            value = _valid(node.name.value, data)
+            value = _valid(node.name.value, data, known)
             return None if value is None else ArgumentNode(name=node.name, value=value)
 
         def enter_object_field(self, node: ObjectFieldNode, *_: Any) -> ObjectFieldNode | None:
-            value = _valid(node.name.value, data)
+            value = _valid(node.name.value, data, known)
             return None if value is None else ObjectFieldNode(name=node.name, value=value)
 
     try:
@@ -211,13 +257,14 @@ def fuzz(url: str, token: str, *, examples: int, seed: int = 0) -> FuzzReport:
     report = FuzzReport()
     started = time.monotonic()
     with requests.Session() as session:
+        known = seed_known(session, url, token)
         for result in schema.get_all_operations():
             if isinstance(result, Err):
                 raise RuntimeError(f"schema.graphql cannot be fuzzed: {result.err()}")
             operation = result.ok()
             for authenticated in (False, True):
                 headers = {"Authorization": f"Bearer {token}"} if authenticated else {}
-                _fuzz_one(operation, session, url, headers, examples, seed, report)
+                _fuzz_one(operation, session, url, headers, examples, seed, report, known)
     report.seconds = time.monotonic() - started
     return report
 
@@ -230,6 +277,7 @@ def _fuzz_one(
     examples: int,
     seed: int,
     report: FuzzReport,
+    known: Known,
 ) -> None:
     @settings(
         max_examples=examples,
@@ -244,7 +292,7 @@ def _fuzz_one(
         # the planner, the fan-out and the writes, not only argument validation.
         query = case.body
         if data.draw(st.booleans(), label="steer"):
-            query = steer(query, data)
+            query = steer(query, data, known)
         body = {"query": query}
         response = session.post(url, json=body, headers=headers, timeout=30)
         report.examples += 1

@@ -42,6 +42,9 @@ async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -
     # Steering reached past validation: reads and writes really ran.
     assert report.accepted["Query.product"] > 0
     assert report.accepted["Mutation.createComment"] > 0
+    # Steered ids name real objects (seeded before fuzzing), so these resolve too.
+    assert report.accepted["Query.node"] > 0
+    assert report.accepted["Mutation.deleteComment"] > 0
     assert "UNAUTHENTICATED" in report.codes
     outcome = await verify(fuzz_table)
     assert outcome.drifts == ()
