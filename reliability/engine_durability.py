@@ -30,6 +30,8 @@ from typing import Any
 
 from storage.client import ClientSettings, open_client
 from storage.local_engine import LocalEngine
+from storage.reads import scan_pages
+from storage.table import TableRef
 from storage.types import DynamoClient
 
 TABLE = "durability"
@@ -103,14 +105,11 @@ async def _delete(client: DynamoClient, key: str, transactional: bool) -> None:
 
 
 async def _keys(client: DynamoClient) -> set[str]:
-    found: set[str] = set()
-    request: dict[str, Any] = {"TableName": TABLE, "ConsistentRead": True}
-    while True:
-        page = await client.scan(**request)
-        found |= {item["PK"]["S"] for item in page["Items"]}
-        if "LastEvaluatedKey" not in page:
-            return found
-        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return {
+        item["PK"]["S"]
+        async for page in scan_pages(TableRef(client, TABLE))
+        for item in page["Items"]
+    }
 
 
 async def probe(

@@ -18,8 +18,7 @@ def comment_to_item(comment: Comment) -> Item:
     """The comment item with the four GSI partition keys and the shared sort key."""
     pid, lang, rating = comment.product_id, comment.language, comment.rating
     item: Item = {
-        "PK": {"S": keys.comment_pk(comment.comment_id)},
-        "SK": {"S": keys.comment_pk(comment.comment_id)},
+        **comment_key(comment.comment_id),
         Index.BY_LANG_AND_RATING.partition_attr: {"S": keys.lang_rating_pk(pid, lang, rating)},
         Index.BY_LANG.partition_attr: {"S": keys.lang_pk(pid, lang)},
         Index.BY_RATING.partition_attr: {"S": keys.rating_pk(pid, rating)},
@@ -58,10 +57,11 @@ def item_to_comment(item: Item) -> Comment:
 
 def is_comment_item(item: Item) -> bool:
     pk: str = item.get("PK", {}).get("S", "")
-    return pk.startswith("COMMENT#")
+    return pk.startswith(keys.COMMENT_PREFIX)
 
 
-def _number(item: Item, name: str) -> int:
+def number(item: Item, name: str) -> int:
+    """A number attribute, 0 when absent."""
     value = item.get(name)
     return 0 if value is None else int(value["N"])
 
@@ -71,10 +71,16 @@ def item_to_counts(product_id: str, language: str | None, item: Item | None) -> 
     if not item:
         return RatingCounts(product_id, language)
     last = item.get(LAST_ATTR)
-    c1, c2, c3, c4, c5 = (max(0, _number(item, a)) for a in COUNT_ATTRS)
+    c1, c2, c3, c4, c5 = (max(0, number(item, a)) for a in COUNT_ATTRS)
     return RatingCounts(
         product_id, language, (c1, c2, c3, c4, c5), None if last is None else last["S"]
     )
+
+
+def comment_key(comment_id: str) -> Item:
+    """The key of a comment item (its id is both partition and sort key)."""
+    pk = {"S": keys.comment_pk(comment_id)}
+    return {"PK": pk, "SK": pk}
 
 
 def stats_key(product_id: str, language: str | None) -> Item:

@@ -34,6 +34,7 @@ _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\
 RATINGS: tuple[int, ...] = (1, 2, 3, 4, 5)
 LEADERS = "LEADERS"
 STATS_ALL = "S"
+COMMENT_PREFIX = "COMMENT#"
 
 
 def validate_product_id(product_id: object) -> str:
@@ -110,7 +111,7 @@ def parse_timestamp(text: str) -> datetime:
 
 
 def comment_pk(comment_id: str) -> str:
-    return f"COMMENT#{validate_comment_id(comment_id)}"
+    return COMMENT_PREFIX + validate_comment_id(comment_id)
 
 
 def product_pk(product_id: str) -> str:

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from storage import keys
 from storage.errors import InvalidPageRequest, StorageUnavailable
 from storage.executor import Page, execute
-from storage.items import item_to_comment, item_to_counts, stats_key, stats_language
+from storage.items import comment_key, item_to_comment, item_to_counts, stats_key, stats_language
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
 from storage.planner import DEFAULT_TUNING, Tuning, plan_listing, plan_unfiltered
 from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff
 from storage.table import SORT_KEY, Index, TableRef
-from storage.types import Item
+from storage.types import Item, Response
 
 BATCH_GET_MAX = 100
 
@@ -61,7 +61,7 @@ async def batch_get_comments(
     unique = list(dict.fromkeys(comment_ids))
     found = await _batch_get(
         table,
-        [{"PK": {"S": keys.comment_pk(c)}, "SK": {"S": keys.comment_pk(c)}} for c in unique],
+        [comment_key(c) for c in unique],
         backoff,
     )
     by_id = {c.comment_id: c for c in map(item_to_comment, found)}
@@ -110,6 +110,20 @@ async def list_comments(
     if stats is None:
         stats = await get_counts(table, listing.product_id, listing.language)
     return await execute(table, plan_listing(listing, page, stats, tuning))
+
+
+async def scan_pages(table: TableRef) -> AsyncIterator[Response]:
+    """Every page of a strongly consistent scan of the whole table, in turn."""
+    params: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
+    while True:
+        try:
+            response = await table.client.scan(**params)
+        except ENGINE_ERRORS as exc:
+            raise StorageUnavailable("scanning the table failed") from exc
+        yield response
+        if "LastEvaluatedKey" not in response:
+            return
+        params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 async def leaderboard(table: TableRef, first: int = 10) -> list[LeaderEntry]:

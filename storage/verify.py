@@ -24,8 +24,11 @@ from storage.items import (
     LEADER_ATTR,
     TOTAL_ATTR,
     is_comment_item,
+    number,
+    stats_key,
     stats_language,
 )
+from storage.reads import scan_pages
 from storage.retry import ENGINE_ERRORS, error_code
 from storage.table import SORT_KEY, TableRef
 from storage.types import Item
@@ -87,15 +90,7 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
     stats: dict[StatsKey, Item] = {}
     comments = 0
     scanned = 0
-    start: dict[str, Any] | None = None
-    while True:
-        params: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
-        if start is not None:
-            params["ExclusiveStartKey"] = start
-        try:
-            response = await table.client.scan(**params)
-        except ENGINE_ERRORS as exc:
-            raise StorageUnavailable("scanning the table failed") from exc
+    async for response in scan_pages(table):
         for item in response.get("Items", []):
             if is_comment_item(item):
                 comments += 1
@@ -112,9 +107,6 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
         scanned += response.get("ScannedCount", 0)
         if progress is not None:
             progress(scanned)
-        start = response.get("LastEvaluatedKey")
-        if start is None:
-            break
     drifts = []
     for scope in sorted(tallies.keys() | stats.keys(), key=lambda k: (k[0], k[1] or "")):
         drift = _compare(scope, tallies.get(scope, _Tally()), stats.get(scope, {}))
@@ -124,9 +116,8 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
 
 
 def _compare(scope: StatsKey, tally: _Tally, item: Item) -> Drift | None:
-    stored_counts = [int(item[a]["N"]) if a in item else 0 for a in COUNT_ATTRS]
-    stored_total = int(item[TOTAL_ATTR]["N"]) if TOTAL_ATTR in item else 0
-    stored = (*stored_counts, stored_total)
+    # Unclamped, unlike item_to_counts: a negative counter is a drift to report.
+    stored = tuple(number(item, a) for a in (*COUNT_ATTRS, TOTAL_ATTR))
     expected = (*tally.counts, sum(tally.counts))
     stored_leader = expected_leader = None
     if scope[1] is None:
@@ -206,10 +197,7 @@ def _repair_request(table: TableRef, drift: Drift) -> dict[str, Any]:
         expression += " REMOVE " + ", ".join(removes)
     return {
         "TableName": table.name,
-        "Key": {
-            "PK": {"S": keys.product_pk(drift.product_id)},
-            "SK": {"S": keys.stats_sk(drift.language)},
-        },
+        "Key": stats_key(drift.product_id, drift.language),
         "UpdateExpression": expression,
         "ConditionExpression": " AND ".join(conditions),
         "ExpressionAttributeNames": names,

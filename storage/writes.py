@@ -36,6 +36,7 @@ from storage.items import (
     LAST_ATTR,
     LEADER_ATTR,
     TOTAL_ATTR,
+    comment_key,
     comment_to_item,
     item_to_comment,
     stats_key,
@@ -189,11 +190,10 @@ async def _commit_loop(
 
 async def get_comment(table: TableRef, comment_id: str) -> Comment | None:
     """The comment with this id, or None (strongly consistent)."""
-    pk = keys.comment_pk(comment_id)
     try:
         response = await table.client.get_item(
             TableName=table.name,
-            Key={"PK": {"S": pk}, "SK": {"S": pk}},
+            Key=comment_key(comment_id),
             ConsistentRead=True,
         )
     except ENGINE_ERRORS as exc:
@@ -300,11 +300,10 @@ def _create_items(table: TableRef, comment: Comment, know: _Knowledge) -> list[d
 
 
 def _delete_items(table: TableRef, comment: Comment, know: _Knowledge) -> list[dict[str, Any]]:
-    pk = keys.comment_pk(comment.comment_id)
     delete = {
         "Delete": {
             "TableName": table.name,
-            "Key": {"PK": {"S": pk}, "SK": {"S": pk}},
+            "Key": comment_key(comment.comment_id),
             "ConditionExpression": "attribute_exists(PK)",
         }
     }
