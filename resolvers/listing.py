@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from resolvers.context import Context
 from storage import keys
 from storage.cursor import encode_cursor
-from storage.errors import InvalidPageRequest
 from storage.executor import Page
 from storage.model import Comment, Direction, ListingFilter, PageRequest, RatingCounts
 from storage.reads import LeaderEntry, leaderboard, list_comments
@@ -78,7 +77,5 @@ async def comment(ctx: Context, comment_id: str) -> Comment | None:
 
 
 async def top_products(ctx: Context, first: int) -> list[LeaderEntry]:
-    """The leaderboard: products by 5-star count, most first."""
-    if not 1 <= first <= 100:
-        raise InvalidPageRequest("first must be between 1 and 100")
+    """The leaderboard: products by 5-star count, most first (storage checks ``first``)."""
     return await ctx.storage(leaderboard(ctx.table, first))
