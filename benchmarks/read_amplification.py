@@ -28,17 +28,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baselines import blog_fan_out
+from server.demo import LANGUAGES, RATINGS
 from storage import keys
 from storage.client import ClientSettings, open_client
-from storage.items import item_to_comment
 from storage.local_engine import LocalEngine
 from storage.model import Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
-from storage.table import SORT_KEY, Index, TableRef, create_table
+from storage.table import TableRef, create_table
 from storage.writes import create_comment
 
-RATING_SHARES = {5: 0.55, 4: 0.20, 1: 0.12, 3: 0.08, 2: 0.05}
-LANGUAGE_SHARES = {"en": 0.50, "de": 0.20, "fr": 0.12, "es": 0.10, "pt-br": 0.05, "ja": 0.03}
 PAGE = 20
 RESULTS = Path(__file__).parent / "results"
 
@@ -53,8 +52,8 @@ class PageCost:
 async def seed(table: TableRef, product_id: str, n: int, rng: random.Random) -> None:
     start = datetime(2023, 1, 1, tzinfo=UTC)
     span = timedelta(days=3 * 365).total_seconds()
-    ratings = rng.choices(list(RATING_SHARES), weights=list(RATING_SHARES.values()), k=n)
-    languages = rng.choices(list(LANGUAGE_SHARES), weights=list(LANGUAGE_SHARES.values()), k=n)
+    ratings = rng.choices(list(RATINGS), weights=list(RATINGS.values()), k=n)
+    languages = rng.choices(list(LANGUAGES), weights=list(LANGUAGES.values()), k=n)
     gate = asyncio.Semaphore(32)
     done = 0
 
@@ -82,34 +81,9 @@ async def seed(table: TableRef, product_id: str, n: int, rng: random.Random) -> 
 async def blog_page(
     table: TableRef, product_id: str, ratings: frozenset[int], position: str | None
 ) -> tuple[list[str], bool, PageCost]:
-    """The blog's AP3: one query per rating, Limit = page size, merge, take a page."""
-
-    async def one(rating: int) -> dict[str, Any]:
-        values: dict[str, Any] = {":pk": {"S": keys.rating_pk(product_id, rating)}}
-        names = {"#pk": Index.BY_RATING.partition_attr}
-        condition = "#pk = :pk"
-        if position is not None:
-            values[":pos"] = {"S": position}
-            names["#sk"] = SORT_KEY
-            condition += " AND #sk < :pos"
-        result: dict[str, Any] = await table.client.query(
-            TableName=table.name,
-            IndexName=Index.BY_RATING.value,
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ScanIndexForward=False,
-            Limit=PAGE,
-        )
-        return result
-
-    responses = await asyncio.gather(*(one(r) for r in sorted(ratings)))
-    items = [i for r in responses for i in r.get("Items", [])]
-    read = sum(int(r.get("ScannedCount", 0)) for r in responses)
-    ordered = sorted((item_to_comment(i).sort_key for i in items), reverse=True)
-    more = len(ordered) > PAGE or any("LastEvaluatedKey" in r for r in responses)
-    page = ordered[:PAGE]
-    return page, more, PageCost(len(page), read, 1)
+    """The blog's AP3 (``baselines.blog_fan_out``): one query per rating, Limit = page size."""
+    page = await blog_fan_out(table, product_id, None, sorted(ratings), PAGE, position)
+    return page.sort_keys, page.has_more, PageCost(len(page.sort_keys), page.items_read, 1)
 
 
 async def walk_ours(
@@ -177,7 +151,7 @@ async def run(comments: int, pages: int, seed_value: int) -> dict[str, Any]:
             counts = await get_counts(table, product, None)
             rows: list[FilterRow] = []
             for k in (2, 3, 4):
-                for combo in itertools.combinations(sorted(RATING_SHARES), k):
+                for combo in itertools.combinations(sorted(RATINGS), k):
                     ratings = frozenset(combo)
                     ours_keys, ours = await walk_ours(table, product, ratings, pages)
                     blog_keys, blog = await walk_blog(table, product, ratings, pages)
