@@ -9,10 +9,9 @@ fr 12 %, es 10 %, pt-br 5 %, ja 3 %), timestamps over three years.
 from __future__ import annotations
 
 import random
-import sys
-from collections.abc import Callable
 
 from server.demo import synthetic_comments
+from server.progress import progress_bar
 from storage.bulk import load_new_products
 from storage.model import Comment
 from storage.table import TableRef, create_table
@@ -31,16 +30,6 @@ def plan(seed: int, hot_size: int = 50_000) -> list[tuple[str, int, bool]]:
 
 def comments(seed: int, hot_size: int = 50_000) -> list[Comment]:
     return list(synthetic_comments(plan(seed, hot_size), random.Random(seed + 1)))
-
-
-def progress_bar(total: int, label: str) -> Callable[[int], None]:
-    def show(done: int) -> None:
-        if done == total or done % 5_000 < 25:
-            print(f"\r{label}: {done}/{total}", end="", file=sys.stderr, flush=True)
-        if done == total:
-            print(file=sys.stderr)
-
-    return show
 
 
 async def load(table: TableRef, data: list[Comment], label: str = "seeding") -> None:

@@ -8,7 +8,7 @@ import logging
 import secrets
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +32,7 @@ from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from server.demo import demo_comments
 from server.guards import BodyLimit, SecurityHeaders, content_security_policy, error_body
+from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
@@ -152,21 +153,10 @@ class RuntimeHolder:
         self._runtime = runtime
 
 
-def _progress(total: int) -> Callable[[int], None]:
-    def show(done: int) -> None:
-        width = 30
-        filled = width * done // max(total, 1)
-        bar = "#" * filled + "-" * (width - filled)
-        print(f"\rseeding demo data [{bar}] {done}/{total}", end="", file=sys.stderr, flush=True)
-        if done >= total:
-            print(file=sys.stderr)
-
-    return show
-
-
 async def _seed_demo(table: TableRef, settings: Settings) -> None:
     comments = list(demo_comments(settings.demo_products))
-    await load_new_products(table, comments, progress=_progress(len(comments)))
+    progress = progress_bar(len(comments), "seeding demo data")
+    await load_new_products(table, comments, progress=progress)
 
 
 def create_app(

@@ -18,6 +18,7 @@ from resolvers.auth import mint
 from schema import build_schema
 from server.app import create_app
 from server.demo import demo_comments
+from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
@@ -171,14 +172,10 @@ def _engine(args: argparse.Namespace) -> int:
 
 async def _seed(args: argparse.Namespace) -> int:
     comments = list(demo_comments(args.products, args.seed))
-
-    def progress(done: int) -> None:
-        print(f"\rwrote {done}/{len(comments)} comments", end="", file=sys.stderr, flush=True)
-
+    progress = progress_bar(len(comments), "writing comments")
     async with open_client(_settings(args)) as client:
         await create_table(client, args.table)
         written = await load_new_products(TableRef(client, args.table), comments, progress=progress)
-    print(file=sys.stderr)
     print(f"seeded {written} comments on {len({c.product_id for c in comments})} products")
     return 0
 
