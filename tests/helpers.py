@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -13,12 +14,19 @@ from storage.executor import Page
 from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
 from storage.retry import Backoff
-from storage.table import TableRef
+from storage.table import TableRef, create_table
 from storage.types import DynamoClient, Response
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment
 
 FAST = Backoff(attempts=8, base=0.002, cap=0.05)
+
+
+async def own_table(table: TableRef, prefix: str) -> TableRef:
+    """A new, empty table beside the session's, for tests that must not share its data."""
+    own = TableRef(table.client, f"{prefix}_{uuid.uuid4().hex[:8]}")
+    await create_table(own.client, own.name)
+    return own
 
 
 def stamp(n: int) -> str:

@@ -16,11 +16,11 @@ from reliability.proxy import Fault, FaultProxy
 from storage.client import ClientSettings, open_client
 from storage.local_engine import LocalEngine
 from storage.model import NewComment
-from storage.table import TableRef, create_table
+from storage.table import TableRef
 from storage.types import DynamoClient
 from storage.verify import verify
 from tests.api_helpers import Api, running_api, token
-from tests.helpers import create_many, stamp
+from tests.helpers import create_many, own_table, stamp
 
 DEADLINE = 1.0  # STORAGE_TIMEOUT of the app under test
 MARGIN = 1.0  # how far past the deadline a request may end (scheduling, retries in flight)
@@ -36,9 +36,7 @@ CREATE = """mutation($input: CreateCommentInput!) {
 
 @pytest.fixture(scope="module")
 async def faults_table(table: TableRef) -> TableRef:
-    name = f"faults_{uuid.uuid4().hex[:8]}"
-    await create_table(table.client, name)
-    return TableRef(table.client, name)
+    return await own_table(table, "faults")
 
 
 @pytest.fixture(scope="module")

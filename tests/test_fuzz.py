@@ -4,7 +4,6 @@ the counters still exact afterwards."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -13,18 +12,17 @@ from reliability.fuzz import check_response, fuzz
 from reliability.live import LiveServer, live_server
 from resolvers.auth import mint
 from storage.local_engine import LocalEngine
-from storage.table import TableRef, create_table
+from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET
+from tests.helpers import own_table
 
 EXAMPLES = 25  # per root field and auth mode: 7 fields x 2 x 25 = 350 requests
 
 
 @pytest.fixture(scope="module")
 async def fuzz_table(table: TableRef) -> TableRef:
-    name = f"fuzz_{uuid.uuid4().hex[:8]}"
-    await create_table(table.client, name)
-    return TableRef(table.client, name)
+    return await own_table(table, "fuzz")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,10 +19,10 @@ import pytest
 from resolvers.auth import ALGORITHM
 from storage.cursor import encode_cursor
 from storage.model import NewComment
-from storage.table import TableRef, create_table
+from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET, Api, running_api, token
-from tests.helpers import create_many, stamp
+from tests.helpers import create_many, own_table, stamp
 
 PRODUCT = "hostile-1"
 SEEDED = 30
@@ -62,9 +61,7 @@ STATS = """query($pid: ID!, $lang: String) {
 
 @pytest.fixture(scope="module")
 async def hostile_table(table: TableRef) -> TableRef:
-    name = f"hostile_{uuid.uuid4().hex[:8]}"
-    await create_table(table.client, name)
-    own = TableRef(table.client, name)
+    own = await own_table(table, "hostile")
     await create_many(
         own,
         [
