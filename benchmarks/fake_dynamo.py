@@ -53,6 +53,9 @@ class FakeDynamo(ClientWrapper):
             }
         }
 
+    def _describe_time_to_live(self, **_: Any) -> Response:
+        return {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLED"}}
+
     def _batch_write_item(self, RequestItems: dict[str, Any], **_: Any) -> Response:  # noqa: N803
         for requests in RequestItems.values():
             for request in requests:

@@ -44,7 +44,8 @@ class LiveServer:
 @contextmanager
 def live_server(endpoint_url: str, table: str, jwt_secret: str, **env: str) -> Iterator[LiveServer]:
     """Run the server against an engine and table until the block ends; extra keyword
-    arguments become environment variables (``STORAGE_TIMEOUT="2"``)."""
+    arguments become environment variables (``STORAGE_TIMEOUT="2"``). Per-author write
+    limits are lifted unless given: load, soak and fuzzing write as few authors."""
     port = free_port()
     environment = {
         "DYNAMODB_ENDPOINT_URL": endpoint_url,
@@ -52,6 +53,8 @@ def live_server(endpoint_url: str, table: str, jwt_secret: str, **env: str) -> I
         "JWT_SECRET": jwt_secret,
         "HOST": "127.0.0.1",
         "PORT": str(port),
+        "COMMENTS_PER_PRODUCT": "0",
+        "COMMENTS_PER_HOUR": "0",
         **env,
     }
     with server_process([str(COMMENTS), "serve"], port, environment) as pid:

@@ -12,6 +12,7 @@ from resolvers.loaders import Loaders
 from storage.metering import Meter, MeteredClient
 from storage.planner import DEFAULT_TUNING, Tuning
 from storage.table import TableRef
+from storage.writes import DEFAULT_LIMITS, WriteLimits
 
 T = TypeVar("T")
 
@@ -27,6 +28,7 @@ class Context:
     # Loop time by which every storage call of this request must have finished.
     deadline: float
     tuning: Tuning = DEFAULT_TUNING
+    write_limits: WriteLimits = DEFAULT_LIMITS
 
     async def storage(self, call: Awaitable[T]) -> T:
         """Await a storage call within the request's deadline."""
@@ -45,6 +47,7 @@ def make_context(
     authorization: str | None,
     storage_timeout: float,
     tuning: Tuning = DEFAULT_TUNING,
+    write_limits: WriteLimits = DEFAULT_LIMITS,
 ) -> Context:
     """A fresh context: new meter, new loaders, the app's client and 5-star locks."""
     meter = Meter()
@@ -63,4 +66,5 @@ def make_context(
         authorization=authorization,
         deadline=deadline,
         tuning=tuning,
+        write_limits=write_limits,
     )

@@ -6,6 +6,8 @@
     ├── Forbidden              FORBIDDEN
     ├── NotFound               NOT_FOUND
     ├── Conflict               CONFLICT (retryable)
+    ├── LimitReached           LIMIT_REACHED (a per-author limit of the product)
+    ├── RateLimited            RATE_LIMITED (retryable; extensions.retryAfter in seconds)
     ├── QueryTooComplex        QUERY_TOO_COMPLEX
     └── StorageUnavailable     STORAGE_UNAVAILABLE (retryable)
 
@@ -27,6 +29,10 @@ class ApiError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def extensions(self) -> dict[str, object]:
+        """What clients get in ``extensions`` beside the code."""
+        return {"retryable": True} if self.retryable else {}
 
 
 class BadUserInput(ApiError):
@@ -50,6 +56,22 @@ class Conflict(ApiError):
     retryable = True
 
 
+class LimitReached(ApiError):
+    code = "LIMIT_REACHED"
+
+
+class RateLimited(ApiError):
+    code = "RATE_LIMITED"
+    retryable = True
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def extensions(self) -> dict[str, object]:
+        return {**super().extensions(), "retryAfter": self.retry_after}
+
+
 class QueryTooComplex(ApiError):
     code = "QUERY_TOO_COMPLEX"
 
@@ -67,6 +89,8 @@ CODES = frozenset(
         Forbidden,
         NotFound,
         Conflict,
+        LimitReached,
+        RateLimited,
         QueryTooComplex,
         StorageUnavailable,
     )
@@ -81,6 +105,12 @@ def from_storage(exc: BaseException) -> ApiError | None:
         return NotFound("the comment does not exist")
     if isinstance(exc, storage_errors.NotAuthor):
         return Forbidden("only the author or a moderator may delete this comment")
+    if isinstance(exc, storage_errors.IdempotencyKeyReused):
+        return Conflict(str(exc))
+    if isinstance(exc, storage_errors.WriteRateLimited):
+        return RateLimited(str(exc), exc.retry_after)
+    if isinstance(exc, storage_errors.CommentsPerProductLimit):
+        return LimitReached(str(exc))
     if isinstance(exc, storage_errors.WriteConflict):
         return Conflict("the write met too much contention; retry")
     if isinstance(exc, storage_errors.StorageUnavailable | TimeoutError):

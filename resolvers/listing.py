@@ -71,6 +71,11 @@ async def comments(
     return Listing(page, stats.matching(listing.ratings), has_next, has_previous)
 
 
+async def last_commented_at(ctx: Context, pid: str) -> str | None:
+    """When the product's newest comment was written; None without comments."""
+    return await ctx.storage(ctx.loaders.last_commented.load(keys.validate_product_id(pid)))
+
+
 async def comment(ctx: Context, comment_id: str) -> Comment | None:
     """A comment by id, or None; through the request's comment loader."""
     return await ctx.storage(ctx.loaders.comments.load(keys.validate_comment_id(comment_id)))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from aiodataloader import DataLoader
 
 from storage.model import Comment, RatingCounts
-from storage.reads import batch_get_comments, batch_get_counts
+from storage.reads import batch_get_comments, batch_get_counts, last_commented_at
 from storage.table import TableRef
 
 StatsKey = tuple[str, str | None]
@@ -43,13 +43,35 @@ class CommentByIdLoader(DataLoader[str, Comment | None]):
             return await batch_get_comments(self.table, keys)
 
 
+class LastCommentedAtByProductLoader(DataLoader[str, str | None]):
+    """When each product's newest comment was written, None without comments."""
+
+    def __init__(self, table: TableRef, deadline: float) -> None:
+        super().__init__()
+        self.table = table
+        self.deadline = deadline
+
+    async def batch_load_fn(self, keys: list[str]) -> list[str | None]:
+        async with asyncio.timeout_at(self.deadline):
+            return await last_commented_at(self.table, keys)
+
+
 @dataclass(frozen=True, slots=True)
 class Loaders:
     stats: StatsByProductLanguageLoader
     comments: CommentByIdLoader
+    last_commented: LastCommentedAtByProductLoader
 
     @classmethod
     def for_request(cls, table: TableRef, deadline: float) -> Loaders:
         return cls(
-            StatsByProductLanguageLoader(table, deadline), CommentByIdLoader(table, deadline)
+            StatsByProductLanguageLoader(table, deadline),
+            CommentByIdLoader(table, deadline),
+            LastCommentedAtByProductLoader(table, deadline),
         )
+
+    def forget_writes(self, comment_id: str) -> None:
+        """After a write: later fields of the request must not see what was loaded before."""
+        self.stats.clear_all()
+        self.last_commented.clear_all()
+        self.comments.clear(comment_id)

@@ -44,10 +44,8 @@ async def create_comment(
         title=title,
         idempotency_key=idempotency_key,
     )
-    result = await ctx.storage(store_comment(ctx.table, new))
-    # Counters changed: later fields of this request must not see the cached ones.
-    ctx.loaders.stats.clear_all()
-    ctx.loaders.comments.clear(result.comment.comment_id)
+    result = await ctx.storage(store_comment(ctx.table, new, write_limits=ctx.write_limits))
+    ctx.loaders.forget_writes(result.comment.comment_id)
     return Created(result.comment, result.created)
 
 
@@ -57,6 +55,5 @@ async def delete_comment(ctx: Context, comment_id: str) -> Comment:
     keys.validate_comment_id(comment_id)
     author = None if who.is_moderator else who.author_id
     deleted = await ctx.storage(remove_comment(ctx.table, comment_id, author=author))
-    ctx.loaders.stats.clear_all()
-    ctx.loaders.comments.clear(comment_id)
+    ctx.loaders.forget_writes(comment_id)
     return deleted

@@ -26,12 +26,11 @@ def classify(error: GraphQLError, request_id: str) -> tuple[str, str, dict[str, 
     """(code, message, extra extensions) for one error."""
     original = error.original_error
     if isinstance(original, ApiError):
-        return original.code, original.message, {"retryable": True} if original.retryable else {}
+        return original.code, original.message, original.extensions()
     if original is not None:
         mapped = from_storage(original)
         if mapped is not None:
-            extra = {"retryable": True} if mapped.retryable else {}
-            return mapped.code, mapped.message, extra
+            return mapped.code, mapped.message, mapped.extensions()
         if not isinstance(original, GraphQLError):
             log.error("request %s: unexpected error", request_id, exc_info=original)
             message = f"Internal server error (request id {request_id})"

@@ -95,10 +95,12 @@ class Product(relay.Node):
         )
         return CommentConnection.from_listing(page)
 
-    @strawberry.field(description="When the newest comment was written; null without comments.")
+    @strawberry.field(
+        description="When the newest comment still shown was written; null without comments. "
+        "Read from the listing itself, so it follows deletes."
+    )
     async def last_commented_at(self, info: Info) -> DateTime | None:
-        counts = await listing.counts(info.context, self.product_id, None)
-        last = counts.last_commented_at
+        last = await listing.last_commented_at(info.context, self.product_id)
         return None if last is None else DateTime(last)
 
 

@@ -41,6 +41,7 @@ from storage.planner import Tuning
 from storage.retry import ENGINE_ERRORS
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
+from storage.writes import WriteLimits
 
 log = logging.getLogger("comments.server")
 
@@ -56,6 +57,10 @@ class Runtime:
     @property
     def tuning(self) -> Tuning:
         return Tuning(z=self.settings.read_headroom)
+
+    @property
+    def write_limits(self) -> WriteLimits:
+        return self.settings.write_limits
 
 
 class GraphQLApp(GraphQL[Context, None]):
@@ -127,6 +132,7 @@ class GraphQLApp(GraphQL[Context, None]):
             authorization=request.headers.get("authorization"),
             storage_timeout=runtime.settings.storage_timeout,
             tuning=runtime.tuning,
+            write_limits=runtime.write_limits,
         )
 
     async def process_result(

@@ -111,8 +111,8 @@ async def _create(args: argparse.Namespace) -> int:
 
 def _print_report(report: Report) -> None:
     print(f"{report.comments} comments, {report.stats_items} stats items checked")
-    for drift in report.drifts:
-        print(f"  DRIFT {drift.describe()}")
+    for line in report.describe():
+        print(f"  DRIFT {line}")
     if report.exact:
         print("all counters and leaderboard entries are exact")
 

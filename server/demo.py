@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from storage import keys
 from storage.model import Comment
-from storage.writes import comment_id_for
 
 LANGUAGES = {"en": 0.50, "de": 0.20, "fr": 0.12, "es": 0.10, "pt-br": 0.05, "ja": 0.03}
 RATINGS = {5: 0.55, 4: 0.20, 1: 0.12, 3: 0.08, 2: 0.05}
@@ -85,7 +85,7 @@ def synthetic_comments(plan: list[tuple[str, int, bool]], rng: random.Random) ->
             author = rng.choice(AUTHORS)
             phrase = rng.choice(PHRASES[language])
             yield Comment(
-                comment_id=comment_id_for(author, f"demo-{product_id}-{n}"),
+                comment_id=_demo_id(product_id, n),
                 product_id=product_id,
                 language=language,
                 rating=rating,
@@ -95,3 +95,8 @@ def synthetic_comments(plan: list[tuple[str, int, bool]], rng: random.Random) ->
                 created_at=keys.format_timestamp(moment),
                 author_name=author.capitalize(),
             )
+
+
+def _demo_id(product_id: str, n: int) -> str:
+    """The same id for the same demo comment on every run (32 hex digits, like every id)."""
+    return hashlib.sha256(f"demo\x00{product_id}\x00{n}".encode()).hexdigest()[:32]

@@ -8,6 +8,8 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from storage.writes import WriteLimits
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
@@ -43,6 +45,10 @@ class Settings(BaseSettings):
     dev_token: bool | None = None
     # Head-room of fan-out reads, in standard deviations (storage.planner.Tuning.z).
     read_headroom: float = Field(default=0.25, ge=0, le=5)
+    # Per-author write limits, kept in DynamoDB (0 lifts one): comments one author may have
+    # on one product, and comments one author may create per clock hour.
+    comments_per_product: int = Field(default=1, ge=0)
+    comments_per_hour: int = Field(default=30, ge=0)
     # Performance switches (see benchmarks/RESULTS.md for what each is worth).
     graphql_caches: bool = True  # parser and validation caches
     fast_attribute_parsing: bool = True  # see storage.client._WireAttributeParser
@@ -87,6 +93,13 @@ class Settings(BaseSettings):
     @property
     def suggestions_on(self) -> bool:
         return not self.production if self.field_suggestions is None else self.field_suggestions
+
+    @property
+    def write_limits(self) -> WriteLimits:
+        return WriteLimits(
+            per_product=self.comments_per_product or None,
+            per_hour=self.comments_per_hour or None,
+        )
 
     @property
     def embedded(self) -> bool:

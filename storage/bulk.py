@@ -15,7 +15,6 @@ from storage import keys
 from storage.errors import InvalidInput, StorageUnavailable
 from storage.items import (
     COUNT_ATTRS,
-    LAST_ATTR,
     LEADER_ATTR,
     TOTAL_ATTR,
     comment_to_item,
@@ -75,20 +74,18 @@ async def load_new_products(
 
 def _stats_items(comments: Sequence[Comment]) -> list[Item]:
     counts: Counter[tuple[str, str | None, int]] = Counter()
-    newest: dict[tuple[str, str | None], str] = {}
+    scopes: set[tuple[str, str | None]] = set()
     for c in comments:
         for scope in ((c.product_id, None), (c.product_id, c.language)):
             counts[(*scope, c.rating)] += 1
-            if c.created_at > newest.get(scope, ""):
-                newest[scope] = c.created_at
+            scopes.add(scope)
     items = []
-    for (pid, lang), last in sorted(newest.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+    for pid, lang in sorted(scopes, key=lambda k: (k[0], k[1] or "")):
         by_rating = [counts[(pid, lang, r)] for r in keys.RATINGS]
         item: dict[str, Any] = {
             **stats_key(pid, lang),
             "productId": {"S": pid},
             TOTAL_ATTR: {"N": str(sum(by_rating))},
-            LAST_ATTR: {"S": last},
         }
         for attr, n in zip(COUNT_ATTRS, by_rating, strict=True):
             item[attr] = {"N": str(n)}

@@ -14,6 +14,10 @@ before the page is full, with a shortfall of ``d`` items, round two tops up:
 
 Either way an unfiltered read takes at most two rounds (barring DynamoDB's 1 MB response
 cut-off). A filtered scan is topped up by the expected number of items to scan.
+
+Counters never bound a read: a partition is exhausted only when storage returned no
+``LastEvaluatedKey`` for a read that was not a range read, and whether more exists comes
+from what storage returned (the page reads one item more than it returns).
 """
 
 from __future__ import annotations
@@ -117,13 +121,14 @@ async def execute(table: TableRef, plan: Plan) -> Page:
         if result.complete:
             break
         requests = _top_ups(plan, parts, plan.want - len(result.picks), result.consumed)
+        if not requests:
+            # Unreachable by construction (an incomplete merge always has a partition to
+            # read); refusing beats returning a short page as if it were complete.
+            raise StorageUnavailable("the page could not be completed")
     else:
         raise StorageUnavailable("storage kept returning empty pages")
     picked = [parts[i].comments[j] for i, j in result.picks]
-    if plan.has_more_from_stats is not None:
-        has_more = plan.has_more_from_stats
-    else:
-        has_more = len(picked) > plan.page_size
+    has_more = len(picked) > plan.page_size
     picked = picked[: plan.page_size]
     if plan.direction is Direction.BACKWARD:
         picked.reverse()
@@ -136,7 +141,7 @@ def _top_ups(
     live = [(p, used) for p, used in zip(parts, consumed, strict=True) if not p.exhausted]
     if plan.strategy is Strategy.FILTERED_SCAN_OF_INDEX:
         need = filtered_limit(shortfall, plan.match_fraction, plan.z)
-        return [_Request(p, min(need, p.spec.known_count - p.read)) for p, _ in live]
+        return [_Request(p, need) for p, _ in live]
     descending = plan.direction is Direction.FORWARD
     unmerged = sorted(
         (k for p, used in zip(parts, consumed, strict=True) for k in p.keys[used:]),
@@ -149,11 +154,11 @@ def _top_ups(
             last = p.keys[-1] if p.keys else p.position
             covered = last is not None and (last <= cut if descending else last >= cut)
             if not covered and not _known_through(p, cut, descending):
-                requests.append(_Request(p, min(shortfall, p.spec.known_count - p.read), cut))
+                requests.append(_Request(p, shortfall, cut))
         return requests
     for p, used in live:
         # Enough that this partition alone could fill the shortfall.
-        need = min(shortfall - (len(p.keys) - used), p.spec.known_count - p.read)
+        need = shortfall - (len(p.keys) - used)
         if need > 0:
             requests.append(_Request(p, need))
     return requests
@@ -214,9 +219,7 @@ def _absorb(request: _Request, response: Response, round_no: int) -> ExecutedQue
     scanned = int(response.get("ScannedCount", len(items)))
     p.read += scanned
     last_key = response.get("LastEvaluatedKey")
-    if p.read >= p.spec.known_count:
-        p.exhausted = True
-    elif last_key is not None:
+    if last_key is not None:
         # Continue after the last item evaluated, which a filter may not have returned.
         p.position = last_key[SORT_KEY]["S"]
     elif request.until is not None:

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from storage import keys
 from storage.model import Comment, RatingCounts
-from storage.table import SORT_KEY, Index
+from storage.table import SORT_KEY, TTL_ATTR, Index
 from storage.types import Item
 
 COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in keys.RATINGS)
 TOTAL_ATTR = "count_total"
-LAST_ATTR = "lastCommentedAt"
+# Bumped by every write to a comment; writes that move counters condition on it.
+VERSION_ATTR = "version"
+# Present (true) on comments that hold one of their author's per-product slots.
+SLOT_ATTR = "holdsSlot"
+# Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
+# hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
+EXPIRES_ATTR = TTL_ATTR
 # The S item doubles as the leaderboard entry on this index's partition key (and GSISK).
 LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 
 
-def comment_to_item(comment: Comment) -> Item:
+def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = False) -> Item:
     """The comment item with the four GSI partition keys and the shared sort key."""
     pid, lang, rating = comment.product_id, comment.language, comment.rating
     item: Item = {
@@ -31,7 +37,10 @@ def comment_to_item(comment: Comment) -> Item:
         "body": {"S": comment.body},
         "author": {"S": comment.author},
         "createdAt": {"S": comment.created_at},
+        VERSION_ATTR: {"N": str(version)},
     }
+    if holds_slot:
+        item[SLOT_ATTR] = {"BOOL": True}
     if comment.title is not None:
         item["title"] = {"S": comment.title}
     if comment.author_name is not None:
@@ -55,9 +64,26 @@ def item_to_comment(item: Item) -> Comment:
     )
 
 
+def item_version(item: Item) -> int:
+    """The comment's version; 0 for items written before comments carried one."""
+    return number(item, VERSION_ATTR)
+
+
+def holds_slot(item: Item) -> bool:
+    return bool(item.get(SLOT_ATTR, {}).get("BOOL", False))
+
+
 def is_comment_item(item: Item) -> bool:
     pk: str = item.get("PK", {}).get("S", "")
     return pk.startswith(keys.COMMENT_PREFIX)
+
+
+def is_stats_item(item: Item) -> bool:
+    pk: str = item.get("PK", {}).get("S", "")
+    sk: str = item.get("SK", {}).get("S", "")
+    return pk.startswith(keys.PRODUCT_PREFIX) and (
+        sk == keys.STATS_ALL or sk.startswith(keys.STATS_ALL + "#")
+    )
 
 
 def number(item: Item, name: str) -> int:
@@ -67,14 +93,15 @@ def number(item: Item, name: str) -> int:
 
 
 def item_to_counts(product_id: str, language: str | None, item: Item | None) -> RatingCounts:
-    """Counters of a stats item; a missing item means no comments yet."""
+    """Counters of a stats item; a missing item means no comments yet.
+
+    Writes never move a counter below zero (their conditions forbid it), so a negative one
+    is corruption: ``RatingCounts`` refuses it rather than hiding it.
+    """
     if not item:
         return RatingCounts(product_id, language)
-    last = item.get(LAST_ATTR)
-    c1, c2, c3, c4, c5 = (max(0, number(item, a)) for a in COUNT_ATTRS)
-    return RatingCounts(
-        product_id, language, (c1, c2, c3, c4, c5), None if last is None else last["S"]
-    )
+    c1, c2, c3, c4, c5 = (number(item, a) for a in COUNT_ATTRS)
+    return RatingCounts(product_id, language, (c1, c2, c3, c4, c5))
 
 
 def comment_key(comment_id: str) -> Item:

@@ -7,7 +7,9 @@ split back into its parts and no two inputs share a partition.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import uuid
 from datetime import UTC, datetime
 
 from storage.errors import (
@@ -27,6 +29,8 @@ LEADER_COUNT_WIDTH = 12
 # Letters, digits and a few punctuation marks that never act as delimiters in our keys.
 _PRODUCT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 _COMMENT_ID = re.compile(r"[A-Za-z0-9_-]+")
+# Every comment id this layer generates (see ``new_comment_id``).
+_GENERATED_ID = re.compile(r"[0-9a-f]{32}")
 # BCP 47 shape (primary subtag plus optional subtags), compared in lower case.
 _LANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8})*")
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
@@ -35,6 +39,10 @@ RATINGS: tuple[int, ...] = (1, 2, 3, 4, 5)
 LEADERS = "LEADERS"
 STATS_ALL = "S"
 COMMENT_PREFIX = "COMMENT#"
+PRODUCT_PREFIX = "PRODUCT#"
+IDEMPOTENCY_PREFIX = "IDEMPOTENCY#"
+AUTHOR_PREFIX = "AUTHOR#"
+HOUR_PREFIX = "HOUR#"
 
 
 def validate_product_id(product_id: object) -> str:
@@ -93,6 +101,15 @@ def validate_ratings(ratings: object) -> frozenset[int] | None:
     return chosen
 
 
+def new_comment_id() -> str:
+    """A fresh, never reused comment id: 128 random bits as 32 lower-case hex digits.
+
+    Ids are never derived from anything a client sends again (an idempotency key maps to
+    an id in a record instead), so a comment id names one comment's life only.
+    """
+    return uuid.uuid4().hex
+
+
 def format_timestamp(moment: datetime) -> str:
     """ISO-8601 in UTC with milliseconds: fixed width, so string order is time order."""
     if moment.tzinfo is None:
@@ -110,12 +127,37 @@ def parse_timestamp(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
+def _digest(*parts: str) -> str:
+    """A fixed-width digest of free text (author ids and keys may hold any character)."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def idempotency_pk(author: str, idempotency_key: str) -> str:
+    """Key of the record that binds an author's idempotency key to its first request."""
+    return IDEMPOTENCY_PREFIX + _digest(author, idempotency_key)
+
+
+def author_pk(author: str) -> str:
+    """Partition of an author's write-limit items."""
+    return AUTHOR_PREFIX + _digest(author)[:32]
+
+
+def author_product_sk(product_id: str) -> str:
+    """Sort key of the item counting an author's comments on one product."""
+    return product_pk(product_id)
+
+
+def author_hour_sk(hour: str) -> str:
+    """Sort key of the item counting an author's comments created in one hour (UTC)."""
+    return HOUR_PREFIX + hour
+
+
 def comment_pk(comment_id: str) -> str:
     return COMMENT_PREFIX + validate_comment_id(comment_id)
 
 
 def product_pk(product_id: str) -> str:
-    return f"PRODUCT#{validate_product_id(product_id)}"
+    return PRODUCT_PREFIX + validate_product_id(product_id)
 
 
 def stats_sk(language: str | None) -> str:
@@ -149,14 +191,21 @@ def sort_key(created_at: str, comment_id: str) -> str:
     return f"{created_at}#{validate_comment_id(comment_id)}"
 
 
+def sort_key_time(sort_key: str) -> str:
+    """The timestamp part of a comment's GSISK."""
+    return sort_key.partition("#")[0]
+
+
 def validate_sort_key(value: str) -> str:
-    """Return a GSISK that came from outside (a cursor) if it is well formed, else raise."""
+    """Return a GSISK that came from outside (a cursor) if it has the full shape of one we
+    write, else raise: a real UTC timestamp with milliseconds, ``#``, and a generated
+    comment id (32 lower-case hex digits), so a truncated or edited position is refused."""
     created_at, sep, comment_id = value.partition("#")
-    if not sep or not _TIMESTAMP.fullmatch(created_at):
+    if not sep or not _GENERATED_ID.fullmatch(comment_id):
         raise InvalidCursor("cursor does not name a position")
     try:
-        validate_comment_id(comment_id)
-    except InvalidCommentId as exc:
+        parse_timestamp(created_at)
+    except ValueError as exc:
         raise InvalidCursor("cursor does not name a position") from exc
     return value
 
@@ -189,7 +238,6 @@ def leader_sort_key(five_star_count: int) -> str:
 
 
 def product_id_from_pk(pk: str) -> str:
-    prefix = "PRODUCT#"
-    if not pk.startswith(prefix):
+    if not pk.startswith(PRODUCT_PREFIX):
         raise ValueError(f"not a product key: {pk!r}")
-    return pk[len(prefix) :]
+    return pk[len(PRODUCT_PREFIX) :]

@@ -6,6 +6,7 @@ All of them are frozen and validate themselves on creation, so a value that exis
 from __future__ import annotations
 
 import enum
+import unicodedata
 from dataclasses import dataclass, field
 
 from storage import keys
@@ -15,6 +16,10 @@ TITLE_MAX = 200
 BODY_MAX = 10_000
 AUTHOR_MAX = 128
 IDEMPOTENCY_KEY_MAX = 128
+# Limits in UTF-8 bytes beside those in characters: 10,000 emoji would be 40 kB.
+TITLE_MAX_BYTES = 800
+BODY_MAX_BYTES = 20_000
+AUTHOR_MAX_BYTES = 512
 PAGE_SIZE_MAX = 100
 PAGE_SIZE_DEFAULT = 20
 
@@ -42,20 +47,58 @@ class Comment:
         return keys.sort_key(self.created_at, self.comment_id)
 
 
-def _check_text(name: str, value: object, maximum: int, *, optional: bool) -> str | None:
+# Characters that reorder or hide text (bidi embeddings, overrides and isolates): they let a
+# comment display as something other than what it says, so they are refused.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Letters that render as nothing (Hangul fillers, the braille blank) though not categorised so.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# Categories that show nothing on their own: separators, controls, format characters
+# (zero-width spaces and joiners, soft hyphens, tags), combining marks without a base.
+_INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Mn", "Me"})
+
+
+def _visible(ch: str) -> bool:
+    return unicodedata.category(ch) not in _INVISIBLE_CATEGORIES and ch not in _BLANK_LETTERS
+
+
+def _check_text(
+    name: str, value: object, maximum: int, max_bytes: int, *, optional: bool
+) -> str | None:
+    """A text in NFC, or the reason it is refused.
+
+    Refused: C0 and C1 control characters (tab and line breaks aside), bidi embedding,
+    override and isolate controls, texts with nothing visible, and texts over the limit in
+    characters or in UTF-8 bytes (bytes are what storage and responses cost).
+    """
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise InvalidCommentText(f"{name} must be a string")
-    if not value.strip():
-        if optional:
+    value = unicodedata.normalize("NFC", value)
+    if not any(_visible(ch) for ch in value):
+        if optional and not value.strip():
             return None
-        raise InvalidCommentText(f"{name} must not be empty")
+        raise InvalidCommentText(f"{name} must not be empty or invisible")
     if len(value) > maximum:
         raise InvalidCommentText(f"{name} must be at most {maximum} characters")
-    if any(ord(ch) < 32 and ch not in "\n\r\t" for ch in value):
-        raise InvalidCommentText(f"{name} must not contain control characters")
+    if len(value.encode("utf-8")) > max_bytes:
+        raise InvalidCommentText(f"{name} must be at most {max_bytes} bytes in UTF-8")
+    for ch in value:
+        if unicodedata.category(ch) == "Cc" and ch not in "\n\r\t":
+            raise InvalidCommentText(f"{name} must not contain control characters")
+        if ch in _BIDI_CONTROLS:
+            raise InvalidCommentText(f"{name} must not contain bidirectional control characters")
     return value
+
+
+def _check_token(name: str, value: object, maximum: int) -> None:
+    """An identifier-like text: non-blank, at most ``maximum`` characters, no controls."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidCommentText(f"{name} must be a non-empty string")
+    if len(value) > maximum:
+        raise InvalidCommentText(f"{name} must be at most {maximum} characters")
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise InvalidCommentText(f"{name} must not contain control characters")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,16 +119,19 @@ class NewComment:
         keys.validate_product_id(self.product_id)
         object.__setattr__(self, "language", keys.validate_language(self.language))
         keys.validate_rating(self.rating)
-        _check_text("body", self.body, BODY_MAX, optional=False)
-        object.__setattr__(
-            self, "title", _check_text("title", self.title, TITLE_MAX, optional=True)
-        )
-        _check_text("author", self.author, AUTHOR_MAX, optional=False)
-        _check_text("author name", self.author_name, AUTHOR_MAX, optional=True)
+        checked = {
+            "body": _check_text("body", self.body, BODY_MAX, BODY_MAX_BYTES, optional=False),
+            "title": _check_text("title", self.title, TITLE_MAX, TITLE_MAX_BYTES, optional=True),
+            "author_name": _check_text(
+                "author name", self.author_name, AUTHOR_MAX, AUTHOR_MAX_BYTES, optional=True
+            ),
+        }
+        for attribute, value in checked.items():
+            object.__setattr__(self, attribute, value)
+        # The author id and the key are compared, never shown: checked, not normalised.
+        _check_token("author", self.author, AUTHOR_MAX)
         if self.idempotency_key is not None:
-            _check_text(
-                "idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX, optional=False
-            )
+            _check_token("idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX)
         if self.created_at is not None:
             keys.parse_timestamp(self.created_at)
 
@@ -97,7 +143,6 @@ class RatingCounts:
     product_id: str
     language: str | None
     by_rating: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)  # ratings 1..5
-    last_commented_at: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.by_rating) != len(keys.RATINGS) or any(c < 0 for c in self.by_rating):

@@ -4,12 +4,18 @@ No I/O happens here. The plan says which index to query, which partitions, the s
 condition, the first-round limit of every query and which ratings were skipped, so it can be
 printed (EXPLAIN), asserted in tests and returned to clients.
 
-Read budget. A page needs ``want`` items: the page size, plus one to learn whether more
-exists, except on a first page where the stats already say so. A single partition is read
-with ``Limit = want``. A fan-out over k ratings would read ``k * want`` items if every query
-asked for a full page (the blog's version); instead each query's first-round limit is its
-expected share of the page plus a fraction ``z`` of a standard deviation, capped by the
-rating's exact count. The executor tops up only the queries the merge ran out of.
+Read budget. A page needs ``want`` items: the page size, plus one to learn from storage
+whether more exists. A single partition is read with ``Limit = want``. A fan-out over k
+ratings would read ``k * want`` items if every query asked for a full page (the blog's
+version); instead each query's first-round limit is its expected share of the page plus a
+fraction ``z`` of a standard deviation, and at most the rating's count plus one (so a
+partition that holds what its counter says is read to its end in one query, and storage
+says so). The executor tops up only the queries the merge ran out of.
+
+Counters are hints: they size the limits, skip ratings counted zero and give totalCount,
+but a partition may hold more or fewer items than its counter says by the time it is read
+(a write in between; on AWS, eventually consistent indexes). The executor never treats a
+count as a bound: a partition is finished only when storage says so.
 
 When almost every comment of the scope matches the filter, one query on the broader index
 with a FilterExpression scans fewer items than k proportioned queries; the planner compares
@@ -62,9 +68,9 @@ class PlannedQuery:
     index: Index
     partition_key: str
     limit: int
-    # Comments in the partition per the stats: no position can have more after it,
-    # so the executor never asks beyond it and knows a partition is done when it is reached.
-    known_count: int
+    # Comments in the partition per the counters, when the plan had them: a hint for
+    # limits and EXPLAIN, never a bound on what the partition holds.
+    expected_count: int | None
     rating: int | None = None
 
 
@@ -84,8 +90,6 @@ class Plan:
     filter_ratings: tuple[int, ...] = ()
     # Share of the scanned partition that matches the filter (1.0 without a filter).
     match_fraction: float = 1.0
-    # On a first page the stats tell whether more exists; None means the executor finds out.
-    has_more_from_stats: bool | None = None
     z: float = DEFAULT_TUNING.z
 
     @property
@@ -122,14 +126,12 @@ class Plan:
                 f" (matches {self.match_fraction:.1%} of the partition)"
             )
         for q in self.queries:
-            of = "count unknown" if q.known_count == UNKNOWN_COUNT else f"of {q.known_count}"
+            of = "count unknown" if q.expected_count is None else f"of ~{q.expected_count}"
             lines.append(
                 f"  query {q.index.partition_attr} = {q.partition_key} limit {q.limit} ({of})"
             )
         if self.skipped_ratings:
             lines.append(f"  skipped ratings {list(self.skipped_ratings)}: count is zero")
-        if self.has_more_from_stats is not None:
-            lines.append(f"  more after this page (from stats): {self.has_more_from_stats}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -148,16 +150,11 @@ def filtered_limit(want: int, fraction: float, z: float) -> int:
     return max(1, math.ceil(mean + z * math.sqrt(want * (1.0 - fraction)) / fraction))
 
 
-# Stands in for a partition's count when the plan was made without stats.
-UNKNOWN_COUNT = 2**62
-
-
 def _empty_plan(
     listing: ListingFilter,
     page: PageRequest,
     *,
     want: int,
-    has_more_from_stats: bool | None = None,
     z: float = DEFAULT_TUNING.z,
 ) -> Plan:
     """The EMPTY plan of a page; the planners fill in strategy and queries from it."""
@@ -169,7 +166,6 @@ def _empty_plan(
         position=page.position,
         page_size=page.size,
         want=want,
-        has_more_from_stats=has_more_from_stats,
         z=z,
     )
 
@@ -178,19 +174,17 @@ def plan_unfiltered(listing: ListingFilter, page: PageRequest) -> Plan:
     """A plan for a listing without a rating filter, made without stats.
 
     Such a listing is one partition (``all`` or ``byLang``) whatever the counts say, so
-    its page can be read while the counters are read, in one round instead of two. The
-    price: one extra item, to learn whether more exists, even on a first page.
+    its page can be read while the counters are read, in one round instead of two.
     """
     if listing.ratings is not None:
         raise ValueError("a rating filter needs the stats to plan")
     pid, lang = listing.product_id, listing.language
-    base = _empty_plan(listing, page, want=page.size + 1)
-    if page.size == 0:
-        return base
+    want = page.size + 1
+    base = _empty_plan(listing, page, want=want)
     if lang is None:
-        query = PlannedQuery(Index.ALL, keys.all_pk(pid), page.size + 1, UNKNOWN_COUNT)
+        query = PlannedQuery(Index.ALL, keys.all_pk(pid), want, None)
         return replace(base, strategy=Strategy.ALL, queries=(query,))
-    query = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), page.size + 1, UNKNOWN_COUNT)
+    query = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), want, None)
     return replace(base, strategy=Strategy.BY_LANG, queries=(query,))
 
 
@@ -206,16 +200,9 @@ def plan_listing(
     pid, lang = listing.product_id, listing.language
     requested = listing.ratings  # None: every rating (naming all five was normalised away)
     matching = stats.matching(requested)
-    first_page = page.position is None
-    want = page.size if first_page else page.size + 1
-
-    base = _empty_plan(
-        listing,
-        page,
-        want=want,
-        has_more_from_stats=(matching > page.size) if first_page else None,
-        z=tuning.z,
-    )
+    # One more than the page, even for a page of 0: whether more exists comes from storage.
+    want = page.size + 1
+    base = _empty_plan(listing, page, want=want, z=tuning.z)
 
     skipped: tuple[int, ...] = ()
     live: tuple[int, ...] = ()
@@ -223,14 +210,14 @@ def plan_listing(
         live = tuple(r for r in sorted(requested, reverse=True) if stats.count(r) > 0)
         skipped = tuple(r for r in sorted(requested, reverse=True) if stats.count(r) == 0)
 
-    if page.size == 0 or matching == 0:
+    if matching == 0:
         return replace(base, skipped_ratings=skipped)
 
     if requested is None:
         if lang is None:
-            q = PlannedQuery(Index.ALL, keys.all_pk(pid), min(want, matching), matching)
+            q = PlannedQuery(Index.ALL, keys.all_pk(pid), want, matching)
             return replace(base, strategy=Strategy.ALL, queries=(q,))
-        q = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), min(want, matching), matching)
+        q = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), want, matching)
         return replace(base, strategy=Strategy.BY_LANG, queries=(q,))
 
     if len(live) == 1:
@@ -241,7 +228,7 @@ def plan_listing(
         else:
             index, pk = Index.BY_LANG_AND_RATING, keys.lang_rating_pk(pid, lang, rating)
             strategy = Strategy.BY_LANG_AND_RATING
-        q = PlannedQuery(index, pk, min(want, count), count, rating)
+        q = PlannedQuery(index, pk, want, count, rating)
         return replace(base, strategy=strategy, queries=(q,), skipped_ratings=skipped)
 
     # Several ratings left: a proportioned fan-out, or one filtered query if that is cheaper.
@@ -250,13 +237,13 @@ def plan_listing(
     for rating in live:
         count = stats.count(rating)
         pk = keys.rating_pk(pid, rating) if lang is None else keys.lang_rating_pk(pid, lang, rating)
-        limit = min(count, proportioned_limit(want, count / matching, tuning.z))
+        limit = min(count + 1, proportioned_limit(want, count / matching, tuning.z))
         fan_out.append(PlannedQuery(index, pk, limit, count, rating))
     fan_out_cost = sum(q.limit for q in fan_out)
 
     scope = stats.total
     fraction = matching / scope
-    scan_limit = min(scope, filtered_limit(want, fraction, tuning.z))
+    scan_limit = min(scope + 1, filtered_limit(want, fraction, tuning.z))
     if scan_limit * tuning.filtered_advantage < fan_out_cost:
         broad = Index.ALL if lang is None else Index.BY_LANG
         pk = keys.all_pk(pid) if lang is None else keys.lang_pk(pid, lang)

@@ -13,7 +13,7 @@ from storage.executor import Page, execute
 from storage.items import comment_key, item_to_comment, item_to_counts, stats_key, stats_language
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
 from storage.planner import DEFAULT_TUNING, Tuning, plan_listing, plan_unfiltered
-from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff
+from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff, gather_reads
 from storage.table import SORT_KEY, Index, TableRef
 from storage.types import Item, Response
 
@@ -110,6 +110,38 @@ async def list_comments(
     if stats is None:
         stats = await get_counts(table, listing.product_id, listing.language)
     return await execute(table, plan_listing(listing, page, stats, tuning))
+
+
+async def last_commented_at(table: TableRef, product_ids: Sequence[str]) -> list[str | None]:
+    """When each product's newest comment was written, None without comments; in order.
+
+    Read from the newest entry of the product's listing (one item per product), not kept
+    on the counters: it is then exact after deletes too, with nothing to maintain.
+    """
+    for pid in product_ids:
+        keys.validate_product_id(pid)
+    unique = list(dict.fromkeys(product_ids))
+    responses = await gather_reads(
+        [_newest(table, pid) for pid in unique], what="reading the newest comment"
+    )
+    newest = {}
+    for pid, response in zip(unique, responses, strict=True):
+        items = response.get("Items") or []
+        newest[pid] = keys.sort_key_time(items[0][SORT_KEY]["S"]) if items else None
+    return [newest[pid] for pid in product_ids]
+
+
+async def _newest(table: TableRef, product_id: str) -> Response:
+    return await table.client.query(
+        TableName=table.name,
+        IndexName=Index.ALL.value,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": Index.ALL.partition_attr, "#sk": SORT_KEY},
+        ExpressionAttributeValues={":pk": {"S": keys.all_pk(product_id)}},
+        ProjectionExpression="#sk",
+        ScanIndexForward=False,
+        Limit=1,
+    )
 
 
 async def scan_pages(table: TableRef) -> AsyncIterator[Response]:

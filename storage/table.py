@@ -87,6 +87,28 @@ def table_definition(name: str) -> dict[str, Any]:
     }
 
 
+# Items that may expire carry this attribute (epoch seconds); see storage.items.EXPIRES_ATTR.
+TTL_ATTR = "expiresAt"
+
+
+async def ensure_ttl(client: DynamoClient, name: str) -> None:
+    """Turn on TTL on ``TTL_ATTR`` unless it is on (also for tables made before it existed).
+
+    Readers never rely on TTL having run: an expired item is treated as absent.
+    """
+    try:
+        described = await client.describe_time_to_live(TableName=name)
+        status = described.get("TimeToLiveDescription", {}).get("TimeToLiveStatus")
+        if status in ("ENABLED", "ENABLING"):
+            return
+        await client.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR},
+        )
+    except ClientError as exc:
+        raise StorageUnavailable(f"could not turn on TTL for table {name!r}") from exc
+
+
 async def create_table(client: DynamoClient, name: str, *, wait_seconds: float = 60) -> bool:
     """Create the table if it does not exist and wait until it is ACTIVE.
 
@@ -111,6 +133,7 @@ async def create_table(client: DynamoClient, name: str, *, wait_seconds: float =
             raise StorageUnavailable(f"table {name!r} exists without the indexes {sorted(missing)}")
         statuses = [described["TableStatus"], *(g["IndexStatus"] for g in indexes.values())]
         if all(s == "ACTIVE" for s in statuses):
+            await ensure_ttl(client, name)
             return created
         if loop.time() > deadline:
             raise StorageUnavailable(f"table {name!r} did not become ACTIVE in time")

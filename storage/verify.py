@@ -1,7 +1,8 @@
-"""Recount every product's counters and leaderboard entry from the comment items.
+"""Recount every product's counters, leaderboard entry and per-author slots from the comments.
 
 ``verify`` scans the table once (strongly consistent), recounts, and reports every stats
-item whose counters, leaderboard entry or ``lastCommentedAt`` disagree with the comments.
+item whose counters or leaderboard entry disagree with the comments, and every author's
+per-product count that disagrees with the comments holding a slot.
 ``repair`` rewrites those items, each under the condition that it still holds what the scan
 saw, so a write racing with the repair is never overwritten (that item is reported as
 skipped; run again).
@@ -18,12 +19,14 @@ from botocore.exceptions import ClientError
 
 from storage import keys
 from storage.errors import StorageUnavailable
+from storage.expressions import Update
 from storage.items import (
     COUNT_ATTRS,
-    LAST_ATTR,
     LEADER_ATTR,
     TOTAL_ATTR,
+    holds_slot,
     is_comment_item,
+    is_stats_item,
     number,
     stats_key,
     stats_language,
@@ -39,7 +42,21 @@ StatsKey = tuple[str, str | None]  # (product id, language or None for all langu
 @dataclass(slots=True)
 class _Tally:
     counts: list[int] = field(default_factory=lambda: [0] * 5)
-    newest: str | None = None
+
+
+SlotKey = tuple[str, str]  # (author partition, PRODUCT#<product>)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotDrift:
+    """An author's count of comments on a product that disagrees with the comments."""
+
+    key: SlotKey
+    stored: int | None
+    expected: int
+
+    def describe(self) -> str:
+        return f"{self.key[0]} {self.key[1]}: author's comments {self.stored} != {self.expected}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +69,6 @@ class Drift:
     expected: tuple[int, ...]
     stored_leader: str | None  # GSISK of the leaderboard entry (S items only)
     expected_leader: str | None
-    stored_last: str | None
-    expected_last: str | None
     raw: Item  # the stats item as scanned, for the repair's condition
 
     def describe(self) -> str:
@@ -63,8 +78,6 @@ class Drift:
             parts.append(f"counts {list(self.stored)} != {list(self.expected)}")
         if self.stored_leader != self.expected_leader:
             parts.append(f"leaderboard {self.stored_leader} != {self.expected_leader}")
-        if self.stored_last != self.expected_last:
-            parts.append(f"lastCommentedAt {self.stored_last} != {self.expected_last}")
         return f"{self.product_id} ({scope}): " + "; ".join(parts)
 
 
@@ -73,12 +86,16 @@ class Report:
     comments: int
     stats_items: int
     drifts: tuple[Drift, ...]
+    slot_drifts: tuple[SlotDrift, ...] = ()
     repaired: int = 0
     skipped: int = 0
 
     @property
     def exact(self) -> bool:
-        return not self.drifts
+        return not self.drifts and not self.slot_drifts
+
+    def describe(self) -> list[str]:
+        return [d.describe() for d in self.drifts] + [d.describe() for d in self.slot_drifts]
 
 
 ProgressFn = Callable[[int], None]
@@ -88,22 +105,27 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
     """Recount everything and report each stats item that is not exact."""
     tallies: dict[StatsKey, _Tally] = defaultdict(_Tally)
     stats: dict[StatsKey, Item] = {}
+    slots: defaultdict[SlotKey, int] = defaultdict(int)
+    stored_slots: dict[SlotKey, int] = {}
     comments = 0
     scanned = 0
     async for response in scan_pages(table):
         for item in response.get("Items", []):
+            pk, sk = item["PK"]["S"], item["SK"]["S"]
             if is_comment_item(item):
                 comments += 1
                 pid, lang = item["productId"]["S"], item["language"]["S"]
-                rating, created = int(item["rating"]["N"]), item["createdAt"]["S"]
+                rating = int(item["rating"]["N"])
                 for scope in ((pid, None), (pid, lang)):
-                    tally = tallies[scope]
-                    tally.counts[rating - 1] += 1
-                    if tally.newest is None or created > tally.newest:
-                        tally.newest = created
-            elif item["SK"]["S"].startswith(keys.STATS_ALL):
-                pid = keys.product_id_from_pk(item["PK"]["S"])
-                stats[(pid, stats_language(item["SK"]["S"]))] = item
+                    tallies[scope].counts[rating - 1] += 1
+                if holds_slot(item):
+                    author = item["author"]["S"]
+                    slots[(keys.author_pk(author), keys.author_product_sk(pid))] += 1
+            elif is_stats_item(item):
+                pid = keys.product_id_from_pk(pk)
+                stats[(pid, stats_language(sk))] = item
+            elif pk.startswith(keys.AUTHOR_PREFIX) and sk.startswith(keys.PRODUCT_PREFIX):
+                stored_slots[(pk, sk)] = number(item, "n")
         scanned += response.get("ScannedCount", 0)
         if progress is not None:
             progress(scanned)
@@ -112,7 +134,12 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
         drift = _compare(scope, tallies.get(scope, _Tally()), stats.get(scope, {}))
         if drift is not None:
             drifts.append(drift)
-    return Report(comments, len(stats), tuple(drifts))
+    slot_drifts = tuple(
+        SlotDrift(key, stored_slots.get(key), slots.get(key, 0))
+        for key in sorted(slots.keys() | stored_slots.keys())
+        if stored_slots.get(key, 0) != slots.get(key, 0)
+    )
+    return Report(comments, len(stats), tuple(drifts), slot_drifts)
 
 
 def _compare(scope: StatsKey, tally: _Tally, item: Item) -> Drift | None:
@@ -125,32 +152,19 @@ def _compare(scope: StatsKey, tally: _Tally, item: Item) -> Drift | None:
             stored_leader = item.get(SORT_KEY, {}).get("S")
         five = tally.counts[4]
         expected_leader = keys.leader_sort_key(five) if five > 0 else None
-    stored_last = item.get(LAST_ATTR, {}).get("S")
-    # lastCommentedAt only grows (a delete keeps it): it must be at least the newest comment.
-    expected_last = stored_last
-    if tally.newest is not None and (stored_last is None or stored_last < tally.newest):
-        expected_last = tally.newest
-    if (stored, stored_leader, stored_last) == (expected, expected_leader, expected_last):
+    if (stored, stored_leader) == (expected, expected_leader):
         return None
-    return Drift(
-        scope[0],
-        scope[1],
-        stored,
-        expected,
-        stored_leader,
-        expected_leader,
-        stored_last,
-        expected_last,
-        item,
-    )
+    return Drift(scope[0], scope[1], stored, expected, stored_leader, expected_leader, item)
 
 
 async def repair(table: TableRef, report: Report) -> Report:
-    """Rewrite every drifting stats item, unless it changed since the scan."""
+    """Rewrite every drifting item, unless it changed since the scan."""
     repaired = skipped = 0
-    for drift in report.drifts:
+    requests = [_repair_request(table, d) for d in report.drifts]
+    requests += [_slot_repair_request(table, d) for d in report.slot_drifts]
+    for request in requests:
         try:
-            await table.client.update_item(**_repair_request(table, drift))
+            await table.client.update_item(**request)
             repaired += 1
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":
@@ -158,7 +172,26 @@ async def repair(table: TableRef, report: Report) -> Report:
             skipped += 1
         except ENGINE_ERRORS as exc:
             raise StorageUnavailable("repairing counters failed") from exc
-    return Report(report.comments, report.stats_items, report.drifts, repaired, skipped)
+    return Report(
+        report.comments,
+        report.stats_items,
+        report.drifts,
+        report.slot_drifts,
+        repaired,
+        skipped,
+    )
+
+
+def _slot_repair_request(table: TableRef, drift: SlotDrift) -> dict[str, Any]:
+    u = Update()
+    n = u.name("n")
+    u.set("n", {"N": str(drift.expected)})
+    if drift.stored is None:
+        u.condition(f"attribute_not_exists({n})")
+    else:
+        u.condition(f"{n} = {u.p.number(drift.stored)}")
+    key = {"PK": {"S": drift.key[0]}, "SK": {"S": drift.key[1]}}
+    return u.request(table.name, key)
 
 
 def _repair_request(table: TableRef, drift: Drift) -> dict[str, Any]:
@@ -188,10 +221,6 @@ def _repair_request(table: TableRef, drift: Drift) -> dict[str, Any]:
             values[":leaders"] = {"S": keys.LEADERS}
             values[":pad"] = {"S": drift.expected_leader}
             sets += ["#lk = :leaders", "#lsk = :pad"]
-    if drift.expected_last is not None:
-        names["#last"] = LAST_ATTR
-        values[":last"] = {"S": drift.expected_last}
-        sets.append("#last = :last")
     expression = "SET " + ", ".join(sets)
     if removes:
         expression += " REMOVE " + ", ".join(removes)

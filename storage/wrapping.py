@@ -53,3 +53,9 @@ class ClientWrapper:
 
     async def delete_table(self, **kwargs: Any) -> Response:
         return await self._call("delete_table", kwargs)
+
+    async def describe_time_to_live(self, **kwargs: Any) -> Response:
+        return await self._call("describe_time_to_live", kwargs)
+
+    async def update_time_to_live(self, **kwargs: Any) -> Response:
+        return await self._call("update_time_to_live", kwargs)

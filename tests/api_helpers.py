@@ -55,12 +55,14 @@ def token(sub: str = "ann", *, name: str | None = None, moderator: bool = False)
 
 @asynccontextmanager
 async def running_api(client: DynamoClient, table: str, **overrides: Any) -> AsyncIterator[Api]:
+    """The app in process. Per-author write limits are lifted unless given: most tests write
+    many comments as one author on one product; the limit tests pass them explicitly."""
     settings = Settings(
         dynamodb_endpoint_url="http://unused.invalid",
         dynamodb_table=table,
         jwt_secret=SECRET,
         gc_freeze=False,
-        **overrides,
+        **{"comments_per_product": 0, "comments_per_hour": 0, **overrides},
     )
     app = create_app(settings, client=client)
     async with (

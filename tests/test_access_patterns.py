@@ -14,6 +14,7 @@ from storage.reads import (
     batch_get_comments,
     batch_get_counts,
     get_counts,
+    last_commented_at,
     leaderboard,
     list_comments,
 )
@@ -157,7 +158,7 @@ async def test_ap7_ap9_counts_all_languages(
     expected = [sum(1 for c in product if c.rating == r) for r in keys.RATINGS]
     assert list(counts.by_rating) == expected
     assert counts.total == len(product)
-    assert counts.last_commented_at == max(c.created_at for c in product)
+    assert await last_commented_at(table, [product_id]) == [max(c.created_at for c in product)]
 
 
 async def test_ap8_ap10_counts_one_language(
@@ -231,8 +232,15 @@ async def test_idempotent_create(table: TableRef, product_id: str) -> None:
     assert (await get_counts(table, product_id, None)).total == 2
 
 
-async def test_last_commented_at_only_grows(table: TableRef, product_id: str) -> None:
-    await create_comment(table, NewComment(product_id, "en", 3, "new", "ann", created_at=stamp(50)))
+async def test_last_commented_at_follows_creates_and_deletes(
+    table: TableRef, product_id: str
+) -> None:
+    assert await last_commented_at(table, [product_id]) == [None]
+    new = await create_comment(
+        table, NewComment(product_id, "en", 3, "new", "ann", created_at=stamp(50))
+    )
     await create_comment(table, NewComment(product_id, "en", 3, "old", "ann", created_at=stamp(10)))
-    assert (await get_counts(table, product_id, None)).last_commented_at == stamp(50)
-    assert (await get_counts(table, product_id, "en")).last_commented_at == stamp(50)
+    assert await last_commented_at(table, [product_id, product_id]) == [stamp(50), stamp(50)]
+    # Deleting the newest comment moves it back; deleting the last one makes it null.
+    await delete_comment(table, new.comment.comment_id)
+    assert await last_commented_at(table, [product_id]) == [stamp(10)]

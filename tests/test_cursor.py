@@ -14,7 +14,8 @@ from storage.errors import InvalidCursor
 timestamps = st.datetimes(
     min_value=datetime(1970, 1, 1), max_value=datetime(9999, 1, 1), timezones=st.just(UTC)
 ).map(keys.format_timestamp)
-comment_ids = st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True)
+comment_ids = st.from_regex(r"[0-9a-f]{32}", fullmatch=True)
+ID = "0123456789abcdef0123456789abcdef"
 sort_keys = st.builds(keys.sort_key, timestamps, comment_ids)
 
 
@@ -62,12 +63,19 @@ def _raw(text: str) -> str:
     [
         "",
         "!!!",
-        _raw("c2:2026-01-01T00:00:00.000Z#abc"),  # foreign version
-        _raw("2026-01-01T00:00:00.000Z#abc"),  # no version
+        _raw(f"c2:2026-01-01T00:00:00.000Z#{ID}"),  # foreign version
+        _raw(f"2026-01-01T00:00:00.000Z#{ID}"),  # no version
         _raw("c1:42"),  # an offset is not a position
         _raw("c1:2026-01-01T00:00:00.000Z#a/b"),
-        _raw("c1:2026-01-01T00:00:00.000Z#abc") + "=",  # padding is not ours
-        _raw("c1:2026-01-01T00:00:00.000Z#abc")[:-3],  # truncated
+        _raw(f"c1:2026-01-01T00:00:00.000Z#{ID}") + "=",  # padding is not ours
+        _raw(f"c1:2026-01-01T00:00:00.000Z#{ID}")[:-3],  # truncated
+        # Truncated or edited, yet still decoding to something shaped like a key:
+        _raw(f"c1:2026-01-01T00:00:00.000Z#{ID[:-1]}"),
+        _raw("c1:2026-01-01T00:00:00.000Z#abc"),
+        _raw(f"c1:2026-01-01T00:00:00.000Z#{ID.upper()}"),
+        _raw(f"c1:2026-13-01T00:00:00.000Z#{ID}"),  # no 13th month
+        _raw(f"c1:2026-02-30T00:00:00.000Z#{ID}"),
+        _raw(f"c1:2026-01-01T24:00:00.000Z#{ID}"),
         "A" * 1000,
         None,
         12,

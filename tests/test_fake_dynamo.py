@@ -19,7 +19,7 @@ async def fake_table() -> tuple[TableRef, list[Comment]]:
     rng = random.Random(5)
     comments = [
         Comment(
-            f"c{n:04d}",
+            f"{n:032x}",
             f"p{n % 2}",
             rng.choice(["en", "de"]),
             rng.choice([1, 2, 4, 5, 5]),

@@ -112,9 +112,17 @@ def test_sort_key_orders_ties_by_comment_id() -> None:
 
 
 def test_validate_sort_key() -> None:
-    good = keys.sort_key("2026-01-01T00:00:00.000Z", "abc")
+    good = keys.sort_key("2026-01-01T00:00:00.000Z", "0123456789abcdef0123456789abcdef")
     assert keys.validate_sort_key(good) == good
-    for bad in ["", "2026-01-01#abc", "2026-01-01T00:00:00.000Z#", "2026-01-01T00:00:00.000Z#a/b"]:
+    for bad in [
+        "",
+        "2026-01-01#0123456789abcdef0123456789abcdef",
+        "2026-01-01T00:00:00.000Z#",
+        "2026-01-01T00:00:00.000Z#a/b",
+        "2026-01-01T00:00:00.000Z#abc",  # not a generated id: a truncated position
+        "2026-01-01T00:00:00.000Z#0123456789abcdef0123456789abcde",
+        "2026-02-29T00:00:00.000Z#0123456789abcdef0123456789abcdef",  # 2026 is no leap year
+    ]:
         with pytest.raises(InvalidCursor):
             keys.validate_sort_key(bad)
 

@@ -6,7 +6,7 @@ from storage.cursor import encode_cursor
 from storage.errors import InvalidCommentText, InvalidCursor, InvalidPageRequest, InvalidRating
 from storage.model import Direction, NewComment, PageRequest, RatingCounts
 
-POS = "2025-06-01T12:00:00.000Z#abc"
+POS = "2025-06-01T12:00:00.000Z#0123456789abcdef0123456789abcdef"
 
 
 def test_relay_arguments() -> None:

@@ -7,10 +7,10 @@ from dataclasses import FrozenInstanceError
 import pytest
 
 from storage.model import Direction, ListingFilter, PageRequest, RatingCounts
-from storage.planner import UNKNOWN_COUNT, Plan, Strategy, Tuning, plan_listing, plan_unfiltered
+from storage.planner import Plan, Strategy, Tuning, plan_listing, plan_unfiltered
 from storage.table import Index
 
-POS = "2025-06-01T12:00:00.000Z#abc"
+POS = "2025-06-01T12:00:00.000Z#0123456789abcdef0123456789abcdef"
 # J-shaped: ratings 1..5
 SKEWED = (120, 50, 80, 200, 550)
 
@@ -92,26 +92,24 @@ def test_zero_count_ratings_skipped(
     assert p.skipped_ratings == skipped
 
 
-def test_page_size_zero_reads_nothing() -> None:
+def test_page_size_zero_still_asks_storage_whether_anything_exists() -> None:
+    # hasNextPage of an empty page must come from storage, not from counters.
     p = plan(size=0)
-    assert p.strategy is Strategy.EMPTY
-    assert p.queries == ()
+    assert p.strategy is Strategy.ALL
+    assert [q.limit for q in p.queries] == [1]
 
 
-def test_first_page_learns_has_more_from_stats_and_reads_only_the_page() -> None:
+def test_first_page_reads_one_extra_to_learn_from_storage_whether_more_exists() -> None:
     p = plan(size=20)
-    assert p.has_more_from_stats is True
-    assert p.want == 20
-    assert p.queries[0].limit == 20
+    assert p.want == 21
+    assert p.queries[0].limit == 21
+    # A counter is not a bound: even a partition counted at 6 is asked for the whole page.
     small = plan(by_rating=(1, 2, 3, 0, 0), size=20)
-    assert small.has_more_from_stats is False
-    # Never ask for more than the partition holds.
-    assert small.queries[0].limit == 6
+    assert small.queries[0].limit == 21
 
 
 def test_later_pages_read_one_extra_to_learn_whether_more_exists() -> None:
     p = plan(size=20, position=POS)
-    assert p.has_more_from_stats is None
     assert p.want == 21
     assert p.queries[0].limit == 21
     assert p.sort_key_condition == f"GSISK < {POS}"
@@ -133,12 +131,16 @@ def test_fan_out_limits_are_proportioned_and_capped_by_counts() -> None:
     assert limits[4] > limits[1] > limits[2]
     capped = plan({1, 2}, by_rating=(2, 300, 0, 0, 500), size=20)
     assert capped.strategy is Strategy.FAN_OUT
-    assert {q.rating: q.limit for q in capped.queries}[1] <= 2
+    assert {q.rating: q.limit for q in capped.queries}[1] <= 3
 
 
-def test_fan_out_limits_never_exceed_known_counts() -> None:
-    p = plan({1, 2, 3}, by_rating=(1, 1, 1, 0, 0), size=50)
-    assert [q.limit for q in p.queries] == [1, 1, 1]
+def test_fan_out_limits_ask_one_past_the_counts() -> None:
+    # count + 1: a partition holding what its counter says is read to its end in one query
+    # and storage says it is finished; one that gained an item meanwhile is not cut short.
+    p = plan({1, 2, 3}, by_rating=(1, 1, 1, 0, 50), size=50)
+    assert p.strategy is Strategy.FAN_OUT
+    assert [q.limit for q in p.queries] == [2, 2, 2]
+    assert [q.expected_count for q in p.queries] == [1, 1, 1]
 
 
 def test_filtered_scan_chosen_when_nearly_everything_matches() -> None:
@@ -171,7 +173,7 @@ def test_stats_must_match_the_listing() -> None:
 
 
 def test_plan_is_frozen_and_explains_itself() -> None:
-    p = plan({1, 2}, language="en", by_rating=(3, 4, 0, 0, 0), position=POS)
+    p = plan({1, 2}, language="en", by_rating=(3, 4, 0, 0, 40), position=POS)
     with pytest.raises(FrozenInstanceError):
         p.want = 3  # type: ignore[misc]
     text = p.explain()
@@ -197,10 +199,9 @@ def test_unfiltered_listings_plan_without_stats(
     # Without the counts, one extra item tells whether more exist, even on a first page.
     assert p.want == 21
     assert p.queries[0].limit == 21
-    assert p.queries[0].known_count == UNKNOWN_COUNT
-    assert p.has_more_from_stats is None
+    assert p.queries[0].expected_count is None
     assert "count unknown" in p.explain()
-    assert plan_unfiltered(ListingFilter("42"), PageRequest(0)).strategy is Strategy.EMPTY
+    assert plan_unfiltered(ListingFilter("42"), PageRequest(0)).queries[0].limit == 1
 
 
 def test_rating_filters_need_stats() -> None:

@@ -1,0 +1,40 @@
+"""Writes: every state transition of a comment, one module per kind.
+
+The rule every write here follows, and every new transition must follow:
+
+    A transaction that moves counters, histograms, the leaderboard or a per-author limit
+    conditions on the exact state it computed the move from: the comment's version (and
+    its rating and language) as read, ``count_5`` as read for the leaderboard, and never
+    lets a counter go below zero. When a condition fails, the writer reads again and
+    recomputes; it never commits a move computed from a state that no longer holds.
+
+Comment ids are random and never reused, versions only grow, so a stale writer can never
+mistake a later comment for the one it read. Retries are bounded by ``MAX_WRITE_CALLS``
+storage calls per write (the GraphQL cost model relies on it), after which the write
+reports ``WriteConflict``.
+
+    create.py        create (comment, counters, limits, idempotency record)
+    delete.py        delete (comment, counters, the author's slot)
+    counters.py      the counter and leaderboard moves of any transition
+    limits.py        per-author limits kept in DynamoDB
+    idempotency.py   idempotency records and their replay
+    state.py         a comment as stored, and the condition "still as read"
+    transaction.py   named transaction parts, cancellations, the call budget
+"""
+
+from storage.writes.create import CreateResult, create_comment
+from storage.writes.delete import delete_comment
+from storage.writes.limits import DEFAULT_LIMITS, NO_LIMITS, WriteLimits
+from storage.writes.state import get_comment
+from storage.writes.transaction import MAX_WRITE_CALLS
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_WRITE_CALLS",
+    "NO_LIMITS",
+    "CreateResult",
+    "WriteLimits",
+    "create_comment",
+    "delete_comment",
+    "get_comment",
+]

@@ -1,0 +1,149 @@
+"""Creating a comment: the comment, its counters, its author's limits and its idempotency
+record commit in one transaction, or nothing does."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from storage import keys
+from storage.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
+from storage.items import comment_to_item
+from storage.model import Comment, NewComment
+from storage.retry import DEFAULT_BACKOFF, Backoff
+from storage.table import TableRef
+from storage.writes import counters, idempotency, limits
+from storage.writes.transaction import CallBudget, Part, transact
+
+COMMENT = "comment"
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    comment: Comment
+    # False when an earlier request with the same idempotency key created it.
+    created: bool
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@asynccontextmanager
+async def five_star_turn(table: TableRef, comment: Comment) -> AsyncIterator[None]:
+    """Writes of one process that move a product's ``count_5`` take turns instead of
+    racing; the transaction's condition on ``count_5`` still guards against other
+    processes."""
+    if comment.rating != 5:
+        yield
+        return
+    async with table.five_star_locks.hold(comment.product_id):
+        yield
+
+
+async def create_comment(
+    table: TableRef,
+    new: NewComment,
+    *,
+    write_limits: limits.WriteLimits = limits.NO_LIMITS,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    clock: Callable[[], datetime] = utc_now,
+) -> CreateResult:
+    """Store a comment and count it exactly once, even when the request is retried.
+
+    With an idempotency key, the same request again returns the first result
+    (``created=False``), also after the comment was deleted; another request with the same
+    key raises ``IdempotencyKeyReused``. Limits raise ``CommentsPerProductLimit`` or
+    ``WriteRateLimited``. Nothing is written unless everything is.
+    """
+    now = clock()
+    comment = Comment(
+        comment_id=keys.new_comment_id(),
+        product_id=new.product_id,
+        language=new.language,
+        rating=new.rating,
+        title=new.title,
+        body=new.body,
+        author=new.author,
+        created_at=new.created_at or keys.format_timestamp(now),
+        author_name=new.author_name,
+    )
+    budget = CallBudget()
+    five = counters.FiveStars()
+    transient = stale = 0
+    async with five_star_turn(table, comment):
+        if comment.rating == 5:
+            await counters.learn_five(table, comment.product_id, budget, five)
+        while True:
+            cancel = await transact(
+                table, _parts(table, new, comment, five, write_limits, now), budget
+            )
+            if cancel is None:
+                return CreateResult(comment, True)
+            if cancel.failed(idempotency.PART):
+                replayed = idempotency.replay(new, cancel.item(idempotency.PART), now)
+                if replayed is not None:
+                    return CreateResult(replayed.comment, False)
+                continue  # the record expired between our condition and now
+            if cancel.failed(limits.PER_PRODUCT) and write_limits.per_product is not None:
+                raise CommentsPerProductLimit(write_limits.per_product)
+            if cancel.failed(limits.PER_HOUR) and write_limits.per_hour is not None:
+                raise WriteRateLimited(write_limits.per_hour, limits.seconds_to_next_hour(now))
+            if counters.lost_five_star_race(cancel, five):
+                stale += 1
+                if stale > 2:
+                    await backoff.sleep(min(stale - 2, 3))
+                continue
+            counters.check_no_drift(cancel, comment.product_id)
+            if cancel.failed(COMMENT):
+                # A fresh random id cannot exist; if it does, take another.
+                comment = _with_new_id(comment)
+                continue
+            transient += 1
+            if transient >= backoff.attempts:
+                raise WriteConflict("storage kept rejecting the write; retry later")
+            await backoff.sleep(transient)
+
+
+def _parts(
+    table: TableRef,
+    new: NewComment,
+    comment: Comment,
+    five: counters.FiveStars,
+    write_limits: limits.WriteLimits,
+    now: datetime,
+) -> list[Part]:
+    parts: list[Part] = []
+    # The record goes first: a repeat must be recognised whatever else would fail (the
+    # first request used up the author's slot on this product).
+    if new.idempotency_key is not None:
+        parts.append(idempotency.record_part(table, new, comment, now))
+    put = {
+        "TableName": table.name,
+        "Item": comment_to_item(comment, version=1, holds_slot=True),
+        "ConditionExpression": "attribute_not_exists(PK)",
+    }
+    parts.append(Part(COMMENT, {"Put": put}))
+    parts += counters.parts(table, [counters.Move(comment, 1)], five)
+    parts.append(
+        limits.product_part(table, comment.author, comment.product_id, 1, write_limits.per_product)
+    )
+    if write_limits.per_hour is not None:
+        parts.append(limits.hour_part(table, comment.author, now, write_limits.per_hour))
+    return parts
+
+
+def _with_new_id(comment: Comment) -> Comment:
+    return Comment(
+        comment_id=keys.new_comment_id(),
+        product_id=comment.product_id,
+        language=comment.language,
+        rating=comment.rating,
+        title=comment.title,
+        body=comment.body,
+        author=comment.author,
+        created_at=comment.created_at,
+        author_name=comment.author_name,
+    )

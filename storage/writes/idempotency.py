@@ -1,0 +1,101 @@
+"""Idempotency keys with real semantics.
+
+A create with a key writes, in its own transaction, a record ``IDEMPOTENCY#<digest of
+author and key>`` holding the comment id it made, when, and a fingerprint of the request
+(product, rating, language, title, body, after normalisation). The record outlives the
+comment: it is kept for ``RETENTION`` (DynamoDB TTL) whatever happens to the comment, so
+
+- the same key with the same request returns the first result, even after the comment was
+  deleted (a late retry never resurrects it);
+- the same key with another request is refused and writes nothing.
+
+TTL deletes lazily, so an expired record is treated as absent, by readers and by the
+create's own condition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from storage import keys
+from storage.errors import IdempotencyKeyReused
+from storage.expressions import Placeholders
+from storage.items import EXPIRES_ATTR, number
+from storage.model import Comment, NewComment
+from storage.table import TableRef
+from storage.types import Item
+from storage.writes.transaction import Part
+
+RETENTION = timedelta(hours=24)
+PART = "idempotency"
+
+
+def fingerprint(new: NewComment) -> str:
+    """What makes two requests with one key the same request."""
+    fields = [new.product_id, new.rating, new.language, new.title, new.body]
+    return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode()).hexdigest()
+
+
+def record_part(table: TableRef, new: NewComment, comment: Comment, now: datetime) -> Part:
+    """Put the key's record unless an unexpired one exists (ALL_OLD returns it then)."""
+    if new.idempotency_key is None:
+        raise ValueError("a record needs an idempotency key")
+    pk = {"S": keys.idempotency_pk(new.author, new.idempotency_key)}
+    item: Item = {
+        "PK": pk,
+        "SK": pk,
+        "commentId": {"S": comment.comment_id},
+        "createdAt": {"S": comment.created_at},
+        "fingerprint": {"S": fingerprint(new)},
+        EXPIRES_ATTR: {"N": str(int((now + RETENTION).timestamp()))},
+    }
+    if comment.author_name is not None:
+        item["authorName"] = {"S": comment.author_name}
+    p = Placeholders()
+    condition = (
+        f"attribute_not_exists({p.name('PK')}) OR {p.name(EXPIRES_ATTR)} < "
+        f"{p.number(int(now.timestamp()))}"
+    )
+    put = p.into(
+        {
+            "TableName": table.name,
+            "Item": item,
+            "ConditionExpression": condition,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    )
+    return Part(PART, {"Put": put})
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    comment: Comment
+
+
+def replay(new: NewComment, record: Item, now: datetime) -> Replayed | None:
+    """The first result of the key, rebuilt from its record and this (identical) request;
+    None when the record has expired meanwhile. Refuses a different request."""
+    if number(record, EXPIRES_ATTR) < int(now.timestamp()):
+        return None
+    if record.get("fingerprint", {}).get("S") != fingerprint(new):
+        raise IdempotencyKeyReused(
+            "this idempotency key was used before for a different comment; "
+            "use a new key for a new comment"
+        )
+    name = record.get("authorName")
+    return Replayed(
+        Comment(
+            comment_id=record["commentId"]["S"],
+            product_id=new.product_id,
+            language=new.language,
+            rating=new.rating,
+            title=new.title,
+            body=new.body,
+            author=new.author,
+            created_at=record["createdAt"]["S"],
+            author_name=None if name is None else name["S"],
+        )
+    )

@@ -1,0 +1,87 @@
+"""Per-author write limits, kept in DynamoDB so that they hold across processes.
+
+Two items per author, both written in the transaction of the comment itself, so a limit
+counts exactly the comments that exist (per product) or were created (per hour):
+
+- ``AUTHOR#<digest> / PRODUCT#<product>``: how many comments the author has on the product.
+  A create adds one under the condition that it stays within the limit; a delete of a
+  comment that holds a slot gives it back.
+- ``AUTHOR#<digest> / HOUR#<yyyy-mm-ddThh>``: comments created in that UTC hour, with a TTL.
+  A fixed window: an author can write up to twice the rate across an hour boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from storage import keys
+from storage.expressions import Update
+from storage.items import EXPIRES_ATTR
+from storage.table import TableRef
+from storage.writes.transaction import Part
+
+COUNT_ATTR = "n"
+PER_PRODUCT = "author-product"
+PER_HOUR = "author-hour"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteLimits:
+    """Limits per author; None lifts one."""
+
+    # Comments one author may have on one product (review platforms allow one).
+    per_product: int | None = 1
+    # Comments one author may create per clock hour (UTC), across all products.
+    per_hour: int | None = 30
+
+    def __post_init__(self) -> None:
+        for value in (self.per_product, self.per_hour):
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise ValueError("write limits must be positive or None")
+
+
+NO_LIMITS = WriteLimits(per_product=None, per_hour=None)
+DEFAULT_LIMITS = WriteLimits()
+
+
+def product_part(
+    table: TableRef, author: str, product_id: str, delta: int, limit: int | None
+) -> Part:
+    """Count a comment of ``author`` on the product in (+1) or out (-1)."""
+    u = Update()
+    n = u.name(COUNT_ATTR)
+    u.add(COUNT_ATTR, delta)
+    if delta > 0 and limit is not None:
+        u.condition(f"attribute_not_exists({n}) OR {n} <= {u.p.number(limit - delta)}")
+    elif delta < 0:
+        u.condition(f"{n} >= {u.p.number(-delta)}")
+    key = {
+        "PK": {"S": keys.author_pk(author)},
+        "SK": {"S": keys.author_product_sk(product_id)},
+    }
+    return Part(PER_PRODUCT, {"Update": u.request(table.name, key)})
+
+
+def hour_of(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def hour_part(table: TableRef, author: str, now: datetime, limit: int) -> Part:
+    """Count a new comment in the author's current hour, within ``limit``."""
+    hour = hour_of(now)
+    u = Update()
+    n = u.name(COUNT_ATTR)
+    u.add(COUNT_ATTR, 1)
+    # Kept an hour past its window, then left to TTL.
+    u.set(EXPIRES_ATTR, {"N": str(int((hour + timedelta(hours=2)).timestamp()))})
+    u.condition(f"attribute_not_exists({n}) OR {n} < {u.p.number(limit)}")
+    key = {
+        "PK": {"S": keys.author_pk(author)},
+        "SK": {"S": keys.author_hour_sk(hour.strftime("%Y-%m-%dT%H"))},
+    }
+    return Part(PER_HOUR, {"Update": u.request(table.name, key)})
+
+
+def seconds_to_next_hour(now: datetime) -> int:
+    return max(1, int((hour_of(now) + timedelta(hours=1) - now).total_seconds()) + 1)

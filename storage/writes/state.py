@@ -1,0 +1,66 @@
+"""A comment as stored, with what writes condition on: its version and whether it holds a
+per-author slot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storage import keys
+from storage.errors import StorageUnavailable
+from storage.expressions import Placeholders
+from storage.items import comment_key, holds_slot, item_to_comment, item_version
+from storage.model import Comment
+from storage.retry import ENGINE_ERRORS
+from storage.table import TableRef
+from storage.writes.transaction import CallBudget
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A comment as read (strongly consistent), and the state a write conditions on."""
+
+    comment: Comment
+    version: int
+    holds_slot: bool
+
+    def condition(self, p: Placeholders) -> str:
+        """True only while the comment is exactly as read: the same version, and the same
+        rating and language (what counters were computed from), so a write computed from
+        this read cannot commit over any later write."""
+        version = p.name("version")
+        same = [
+            f"{p.name('rating')} = {p.number(self.comment.rating)}",
+            f"{p.name('language')} = {p.string(self.comment.language)}",
+        ]
+        if self.version == 0:
+            # Written before comments carried versions; the first versioned write adds one.
+            same.append(f"attribute_not_exists({version})")
+        else:
+            same.append(f"{version} = {p.number(self.version)}")
+        return " AND ".join(same)
+
+
+async def read_stored(
+    table: TableRef, comment_id: str, budget: CallBudget | None = None
+) -> Stored | None:
+    """The comment with this id and its write state, or None."""
+    if budget is not None:
+        budget.spend()
+    try:
+        response = await table.client.get_item(
+            TableName=table.name,
+            Key=comment_key(keys.validate_comment_id(comment_id)),
+            ConsistentRead=True,
+        )
+    except ENGINE_ERRORS as exc:
+        raise StorageUnavailable("reading a comment failed") from exc
+    item = response.get("Item")
+    if not item:
+        return None
+    return Stored(item_to_comment(item), item_version(item), holds_slot(item))
+
+
+async def get_comment(table: TableRef, comment_id: str) -> Comment | None:
+    """The comment with this id, or None (strongly consistent)."""
+    stored = await read_stored(table, comment_id)
+    return None if stored is None else stored.comment

@@ -1,0 +1,95 @@
+"""One TransactWriteItems of named parts, what its cancellation says about each part, and the
+budget of storage calls a write may make, retries included."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from storage.errors import StorageUnavailable, WriteConflict
+from storage.retry import ENGINE_ERRORS, THROTTLING_CODES, error_code
+from storage.table import TableRef
+from storage.types import Item
+
+# Storage calls one create or delete may make, every read and retry included. The GraphQL
+# cost model prices a mutation at this many points, so it must stay a true bound.
+MAX_WRITE_CALLS = 16
+
+CONDITION_FAILED = "ConditionalCheckFailed"
+_TRANSIENT = {"None", "TransactionConflict", *THROTTLING_CODES}
+
+
+class CallBudget:
+    """The storage calls a write may still make; when they run out it reports a conflict."""
+
+    def __init__(self, calls: int = MAX_WRITE_CALLS) -> None:
+        self.left = calls
+
+    def spend(self) -> None:
+        if self.left <= 0:
+            raise WriteConflict("the write kept meeting concurrent writes; retry later")
+        self.left -= 1
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One action of a transaction (``{"Put": ...}``, ``{"Update": ...}``...), named so that
+    a cancellation can be read by role rather than by position."""
+
+    name: str
+    action: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Cancellation:
+    """Why a transaction did not commit: each part's code and, for a failed condition with
+    ALL_OLD, the item as it was."""
+
+    reasons: dict[str, tuple[str, Item | None]]
+
+    def failed(self, name: str) -> bool:
+        """The named part's own condition failed (the state is not what we computed from)."""
+        return self.reasons.get(name, ("None", None))[0] == CONDITION_FAILED
+
+    def item(self, name: str) -> Item:
+        return self.reasons.get(name, ("None", None))[1] or {}
+
+    @property
+    def any_condition_failed(self) -> bool:
+        return any(code == CONDITION_FAILED for code, _ in self.reasons.values())
+
+
+async def transact(
+    table: TableRef, parts: Sequence[Part], budget: CallBudget
+) -> Cancellation | None:
+    """Run the transaction; None when it committed, else why each part was cancelled.
+
+    Conflicts and throttling come back as a cancellation without a failed condition, for
+    the caller to retry after a pause; anything else fails as ``StorageUnavailable``.
+    """
+    budget.spend()
+    names = [p.name for p in parts]
+    if len(set(names)) != len(names):
+        raise ValueError(f"transaction parts need distinct names: {names}")
+    try:
+        await table.client.transact_write_items(TransactItems=[p.action for p in parts])
+    except ClientError as exc:
+        code = error_code(exc)
+        if code == "TransactionCanceledException":
+            raw = exc.response.get("CancellationReasons") or []
+            reasons: dict[str, tuple[str, Item | None]] = dict.fromkeys(names, ("None", None))
+            for name, reason in zip(names, raw, strict=False):
+                reasons[name] = (str(reason.get("Code") or "None"), reason.get("Item"))
+            codes = {c for c, _ in reasons.values()}
+            if codes - _TRANSIENT - {CONDITION_FAILED}:
+                raise StorageUnavailable("the write was rejected by storage") from exc
+            return Cancellation(reasons)
+        if code in THROTTLING_CODES or code == "TransactionInProgressException":
+            return Cancellation(dict.fromkeys(names, ("None", None)))
+        raise StorageUnavailable("the write failed") from exc
+    except ENGINE_ERRORS as exc:
+        raise StorageUnavailable("the write failed") from exc
+    return None

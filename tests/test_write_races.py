@@ -1,0 +1,346 @@
+"""A stateful model test of the write path with real concurrency, and readers during writes.
+
+Each step runs a batch of writes at once (creates, deletes of live and dead ids, re-creates
+with reused idempotency keys, bursts of one request) through two "processes" (table refs
+with their own locks) against DynamoDB Local, with readers paging listings while the
+writes are in flight. After every step, the counters, the histograms per language, the
+leaderboard entry, the authors' slots and every listing must equal a recount of the model.
+
+Readers check the guarantee a client relies on: a page contains, in order, every matching
+comment that existed for the whole duration of the read and lies between the page's bounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from storage import keys
+from storage.client import ClientSettings, open_client
+from storage.cursor import decode_cursor, encode_cursor
+from storage.errors import (
+    CommentNotFound,
+    CommentsPerProductLimit,
+    IdempotencyKeyReused,
+)
+from storage.local_engine import LocalEngine
+from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
+from storage.reads import get_counts, list_comments
+from storage.retry import Backoff
+from storage.table import TableRef, create_table
+from storage.verify import verify
+from storage.writes import WriteLimits, create_comment, delete_comment
+from tests.helpers import oracle, walk
+
+T = TypeVar("T")
+PRODUCTS = ("a", "b")
+AUTHORS = ("ann", "bob", "cy")
+LANGUAGES = ("en", "de")
+KEYS = ("k1", "k2", None)
+PER_PRODUCT = 3
+LIMITS = WriteLimits(per_product=PER_PRODUCT, per_hour=None)
+BACKOFF = Backoff(attempts=8, base=0.002, cap=0.05)
+FILTERS: tuple[tuple[str | None, frozenset[int] | None], ...] = (
+    (None, None),
+    ("en", None),
+    (None, frozenset({5})),
+    (None, frozenset({1, 5})),
+    ("de", frozenset({2, 4, 5})),
+)
+
+
+@dataclass(frozen=True)
+class Create:
+    author: str
+    product: str
+    rating: int
+    language: str
+    key: str | None
+    copies: int = 1  # a burst: the same request several times at once
+
+
+@dataclass(frozen=True)
+class Delete:
+    pick: int  # index into every id seen so far (dead ones too)
+    as_moderator: bool
+
+
+@dataclass(frozen=True)
+class Read:
+    filter_no: int
+    size: int
+    direction: Direction
+    start_pick: int | None  # a cursor at a comment that exists, or the first page
+
+
+creates = st.builds(
+    Create,
+    st.sampled_from(AUTHORS),
+    st.sampled_from(PRODUCTS),
+    st.sampled_from([1, 2, 4, 5, 5]),
+    st.sampled_from(LANGUAGES),
+    st.sampled_from(KEYS),
+    st.sampled_from([1, 1, 3]),
+)
+deletes = st.builds(Delete, st.integers(0, 10_000), st.booleans())
+reads = st.builds(
+    Read,
+    st.integers(0, len(FILTERS) - 1),
+    st.integers(0, 4),
+    st.sampled_from(Direction),
+    st.none() | st.integers(0, 10_000),
+)
+
+
+class _Harness:
+    """One event loop (in a thread of its own, away from the suite's loop), client and table
+    for every example; the engine is the session's."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.endpoint = endpoint
+        self.tables: tuple[TableRef, TableRef] | None = None
+        self._client_cm: Any = None
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=120)
+
+    def start(self) -> None:
+        self.thread.start()
+
+        async def opening() -> None:
+            self._client_cm = open_client(ClientSettings(endpoint_url=self.endpoint))
+            client = await self._client_cm.__aenter__()
+            name = f"races_{uuid.uuid4().hex[:8]}"
+            await create_table(client, name)
+            # Two "processes": the same client, separate per-process locks.
+            self.tables = (TableRef(client, name), TableRef(client, name))
+
+        self.run(opening())
+
+    def close(self) -> None:
+        if self._client_cm is not None:
+            self.run(self._client_cm.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+HARNESS: _Harness | None = None
+
+
+class WriteRaces(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        assert HARNESS is not None
+        assert HARNESS.tables is not None
+        self.run = HARNESS.run
+        self.tables = HARNESS.tables
+        self.prefix = f"r{uuid.uuid4().hex[:8]}-"
+        self.live: dict[str, Comment] = {}
+        self.seen: list[str] = []  # every id ever created, for deletes of dead ids
+        self.bindings: dict[tuple[str, str], tuple[tuple[Any, ...], str]] = {}
+        self.languages_used: set[tuple[str, str]] = set()
+
+    def pid(self, product: str) -> str:
+        return self.prefix + product
+
+    def author(self, name: str) -> str:
+        return self.prefix + name
+
+    @initialize()
+    def nothing_yet(self) -> None:
+        pass
+
+    @rule(
+        batch=st.lists(st.one_of(creates, deletes), min_size=2, max_size=8),
+        readers=st.lists(reads, max_size=3),
+    )
+    def step(self, batch: list[Create | Delete], readers: list[Read]) -> None:
+        self.run(self._step(batch, readers))
+
+    async def _step(self, batch: list[Create | Delete], readers: list[Read]) -> None:
+        before = dict(self.live)
+        targets = {
+            self.seen[op.pick % len(self.seen)]
+            for op in batch
+            if isinstance(op, Delete) and self.seen
+        }
+        stable = {cid: c for cid, c in before.items() if cid not in targets}
+        jobs: list[tuple[Any, Any]] = []
+        n = 0
+        for op in batch:
+            if isinstance(op, Create):
+                for _ in range(op.copies):
+                    table = self.tables[n % 2]
+                    n += 1
+                    jobs.append((op, self._create(table, op)))
+            elif self.seen:
+                cid = self.seen[op.pick % len(self.seen)]
+                author = None if op.as_moderator else before.get(cid, _nobody()).author
+                table = self.tables[n % 2]
+                n += 1
+                jobs.append(((op, cid), delete_comment(table, cid, author=author, backoff=BACKOFF)))
+        read_jobs = [self._read(r, stable, before) for r in readers]
+        outcomes = await asyncio.gather(
+            *(job for _, job in jobs), *read_jobs, return_exceptions=True
+        )
+        # Successes first: a refusal is judged against the bindings and slots they made.
+        done = list(zip((op for op, _ in jobs), outcomes, strict=False))
+        for op, outcome in sorted(done, key=lambda d: isinstance(d[1], BaseException)):
+            self._absorb(op, outcome, before)
+        for outcome in outcomes[len(jobs) :]:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        # A reader may also have seen a comment created in this batch: fine, it existed.
+
+    async def _create(self, table: TableRef, op: Create) -> Any:
+        new = NewComment(
+            self.pid(op.product),
+            op.language,
+            op.rating,
+            f"{op.rating} stars in {op.language}",
+            self.author(op.author),
+            idempotency_key=op.key,
+        )
+        return await create_comment(table, new, write_limits=LIMITS, backoff=BACKOFF)
+
+    def _absorb(self, op: Any, outcome: Any, before: dict[str, Comment]) -> None:
+        if isinstance(op, Create):
+            request = (op.product, op.rating, op.language)
+            binding = None if op.key is None else self.bindings.get((op.author, op.key))
+            if isinstance(outcome, IdempotencyKeyReused):
+                assert binding is not None, op
+                assert binding[0] != request, (op, binding)
+                return
+            if isinstance(outcome, CommentsPerProductLimit):
+                assert binding is None or binding[0] != request, "a retry hit the limit"
+                held = [
+                    c
+                    for c in {**before, **self.live}.values()
+                    if c.author == self.author(op.author) and c.product_id == self.pid(op.product)
+                ]
+                assert len(held) >= PER_PRODUCT, (op, held)
+                return
+            if isinstance(outcome, BaseException):
+                raise outcome
+            comment = outcome.comment
+            if op.key is not None:
+                if binding is None:
+                    self.bindings[(op.author, op.key)] = (request, comment.comment_id)
+                else:
+                    assert binding == (request, comment.comment_id), (op, binding, comment)
+            if outcome.created:
+                assert comment.comment_id not in self.seen
+                self.seen.append(comment.comment_id)
+                self.live[comment.comment_id] = comment
+                self.languages_used.add((comment.product_id, comment.language))
+            else:
+                assert op.key is not None, "only a key makes a create return an older result"
+            return
+        (_delete, cid) = op
+        if isinstance(outcome, CommentNotFound):
+            assert cid not in self.live, f"{cid} exists but its delete found nothing"
+            return
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert self.live.pop(cid) == outcome
+        assert cid in before, "deleted a comment that was not there before the batch"
+
+    async def _read(
+        self, read: Read, stable: dict[str, Comment], before: dict[str, Comment]
+    ) -> None:
+        language, ratings = FILTERS[read.filter_no]
+        product = self.pid(PRODUCTS[read.filter_no % len(PRODUCTS)])
+        listing = ListingFilter(product, language, ratings)
+        matching = oracle(stable.values(), listing)
+        position = None
+        if read.start_pick is not None and matching:
+            position = matching[read.start_pick % len(matching)].sort_key
+            position = decode_cursor(encode_cursor(position))
+        page = await list_comments(
+            self.tables[0], listing, PageRequest(read.size, read.direction, position)
+        )
+        got = [c.sort_key for c in page.comments]
+        assert got == sorted(got, reverse=True), "a page out of order"
+        assert len(got) <= read.size
+        assert len(set(got)) == len(got)
+        forward = read.direction is Direction.FORWARD
+        # The stable comments this page must hold: beyond the position, up to the page's
+        # far edge (or everything, when the page says nothing more exists).
+        owed = [
+            c.sort_key
+            for c in matching
+            if position is None or (c.sort_key < position if forward else c.sort_key > position)
+        ]
+        if page.has_more:
+            if read.size == 0:
+                return  # an empty page that says more exists: nothing is owed
+            assert got, "has_more with an empty page"
+            edge = got[-1] if forward else got[0]
+            owed = [k for k in owed if (k >= edge if forward else k <= edge)]
+        missing = [k for k in owed if k not in got]
+        assert not missing, f"page dropped comments that existed throughout: {missing}"
+
+    @invariant()
+    def storage_equals_the_model(self) -> None:
+        self.run(self._check())
+
+    async def _check(self) -> None:
+        table = self.tables[0]
+        for product in PRODUCTS:
+            pid = self.pid(product)
+            mine = [c for c in self.live.values() if c.product_id == pid]
+            counts = await get_counts(table, pid, None)
+            expected = tuple(sum(1 for c in mine if c.rating == r) for r in keys.RATINGS)
+            assert counts.by_rating == expected, (pid, counts, expected)
+            for _, used in {s for s in self.languages_used if s[0] == pid}:
+                counts = await get_counts(table, pid, used)
+                expected = tuple(
+                    sum(1 for c in mine if c.rating == r and c.language == used)
+                    for r in keys.RATINGS
+                )
+                assert counts.by_rating == expected, (pid, used, counts, expected)
+            for language, ratings in FILTERS:
+                listing = ListingFilter(pid, language, ratings)
+                found, _ = await walk(table, listing, 2, Direction.FORWARD)
+                assert found == oracle(mine, listing), (listing, found)
+        report = await verify(table)
+        assert report.exact, report.describe()
+        held: dict[tuple[str, str], int] = {}
+        for c in self.live.values():
+            held[(c.author, c.product_id)] = held.get((c.author, c.product_id), 0) + 1
+        assert max(held.values(), default=0) <= PER_PRODUCT
+
+
+def _nobody() -> Comment:
+    return Comment("0" * 32, "x", "en", 1, None, "x", "nobody", "2000-01-01T00:00:00.000Z")
+
+
+@pytest.fixture(scope="module")
+def harness(engine: LocalEngine) -> Iterator[_Harness]:
+    global HARNESS
+    HARNESS = _Harness(engine.endpoint_url)
+    HARNESS.start()
+    try:
+        yield HARNESS
+    finally:
+        HARNESS.close()
+        HARNESS = None
+
+
+def test_writes_and_reads_race_and_stay_exact(harness: _Harness) -> None:
+    WriteRaces.TestCase.settings = settings(
+        settings.default, max_examples=25, stateful_step_count=8
+    )
+    WriteRaces.TestCase().runTest()
