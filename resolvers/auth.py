@@ -18,7 +18,7 @@ class Viewer:
     """Who is calling: ``sub`` is the author id, ``name`` the display name."""
 
     author_id: str
-    name: str
+    name: str | None  # display name from the token, None when it has none
     roles: frozenset[str]
 
     @property
@@ -51,7 +51,7 @@ def authenticate(authorization: str | None, secret: str) -> Viewer:
         raise Unauthenticated("the token's name claim must be a short string")
     if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
         raise Unauthenticated("the token's roles claim must be a list of strings")
-    return Viewer(sub, name or sub, frozenset(roles))
+    return Viewer(sub, name, frozenset(roles))
 
 
 def mint(

@@ -7,6 +7,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from resolvers.auth import Viewer, authenticate
+from resolvers.authors import author_key
 from resolvers.errors import StorageUnavailable
 from resolvers.loaders import Loaders
 from storage.metering import Meter, MeteredClient
@@ -25,10 +27,18 @@ class Context:
     request_id: str
     jwt_secret: str
     authorization: str | None
+    # Key of the public author ids (see resolvers.authors).
+    author_key: bytes
     # Loop time by which every storage call of this request must have finished.
     deadline: float
     tuning: Tuning = DEFAULT_TUNING
     write_limits: WriteLimits = DEFAULT_LIMITS
+
+    def viewer(self) -> Viewer | None:
+        """Who is calling, when a token came with the request (an invalid one is an error)."""
+        if self.authorization is None:
+            return None
+        return authenticate(self.authorization, self.jwt_secret)
 
     async def storage(self, call: Awaitable[T]) -> T:
         """Await a storage call within the request's deadline."""
@@ -48,6 +58,7 @@ def make_context(
     storage_timeout: float,
     tuning: Tuning = DEFAULT_TUNING,
     write_limits: WriteLimits = DEFAULT_LIMITS,
+    author_id_secret: str | None = None,
 ) -> Context:
     """A fresh context: new meter, new loaders, the app's client and 5-star locks."""
     meter = Meter()
@@ -64,6 +75,7 @@ def make_context(
         request_id=request_id,
         jwt_secret=jwt_secret,
         authorization=authorization,
+        author_key=author_key(author_id_secret or jwt_secret),
         deadline=deadline,
         tuning=tuning,
         write_limits=write_limits,

@@ -7,6 +7,7 @@ from typing import Self
 import strawberry
 from strawberry import relay
 
+from resolvers import authors
 from resolvers.listing import Listing
 from schema.context import Info
 from schema.product import Product
@@ -23,9 +24,8 @@ class Comment(relay.Node):
     language: str = strawberry.field(description="BCP 47 language tag, lower case.")
     title: str | None = strawberry.field(description="Optional title, at most 200 characters.")
     body: str = strawberry.field(description="The text of the comment.")
-    author: str = strawberry.field(description="Display name of the author.")
-    author_id: strawberry.ID = strawberry.field(
-        description="Identifier of the author (the token's sub)."
+    author: str = strawberry.field(
+        description="Display name of the author (from their token), or 'Anonymous'."
     )
     created_at: DateTime = strawberry.field(
         description="When the comment was written (UTC, milliseconds)."
@@ -45,9 +45,27 @@ class Comment(relay.Node):
             title=c.title,
             body=c.body,
             author=c.display_author,
-            author_id=strawberry.ID(c.author),
             created_at=DateTime(c.created_at),
+            subject=c.author,
         )
+
+    # The token's sub of the author: never shown as is, except to its owner and moderators.
+    subject: strawberry.Private[str]
+
+    @strawberry.field(
+        description="An opaque, stable identifier of the author: the same on all their "
+        "comments, and not their account id."
+    )
+    def author_id(self, info: Info) -> strawberry.ID:
+        return strawberry.ID(authors.public_author_id(info.context.author_key, self.subject))
+
+    @strawberry.field(
+        description="The author's account id (the token's sub); null unless the viewer is "
+        "the author or a moderator."
+    )
+    def author_subject(self, info: Info) -> strawberry.ID | None:
+        visible = authors.visible_subject(info.context.viewer(), self.subject)
+        return None if visible is None else strawberry.ID(visible)
 
     @strawberry.field(description="The product commented on.")
     def product(self) -> Product:

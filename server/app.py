@@ -133,6 +133,7 @@ class GraphQLApp(GraphQL[Context, None]):
             storage_timeout=runtime.settings.storage_timeout,
             tuning=runtime.tuning,
             write_limits=runtime.write_limits,
+            author_id_secret=runtime.settings.author_id_key,
         )
 
     async def process_result(

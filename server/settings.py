@@ -22,6 +22,9 @@ class Settings(BaseSettings):
     aws_region: str = "us-east-1"
     # Unset in embedded mode: generated at start-up, with a dev token printed.
     jwt_secret: str | None = None
+    # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
+    # set it to keep the ids when rotating that secret.
+    author_id_key: str | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Production posture: GraphiQL, introspection, field suggestions and the dev token
     # default to off, and a JWT secret and an endpoint are required (see the README).

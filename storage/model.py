@@ -20,6 +20,8 @@ IDEMPOTENCY_KEY_MAX = 128
 TITLE_MAX_BYTES = 800
 BODY_MAX_BYTES = 20_000
 AUTHOR_MAX_BYTES = 512
+# Shown for an author whose token carried no display name.
+ANONYMOUS = "Anonymous"
 PAGE_SIZE_MAX = 100
 PAGE_SIZE_DEFAULT = 20
 
@@ -40,7 +42,8 @@ class Comment:
 
     @property
     def display_author(self) -> str:
-        return self.author_name or self.author
+        """The name to show; never the author id, which may be an account number."""
+        return self.author_name or ANONYMOUS
 
     @property
     def sort_key(self) -> str:

@@ -11,6 +11,7 @@ import jwt
 import pytest
 
 from resolvers.auth import ALGORITHM
+from resolvers.authors import author_key, public_author_id
 from storage.model import Comment, ListingFilter, NewComment
 from storage.reads import get_counts
 from storage.table import TableRef
@@ -232,7 +233,7 @@ async def test_comment_node_and_nodes(api: Api, seeded: list[Comment], product_i
     assert (c["title"], c["body"], c["authorId"], c["createdAt"]) == (
         target.title,
         target.body,
-        target.author,
+        public_author_id(author_key(SECRET), target.author),
         target.created_at,
     )
     assert c["product"] == {"productId": product_id}
@@ -255,7 +256,8 @@ async def test_create_and_delete_with_auth_rules(
     payload = made["createComment"]
     assert payload["created"] is True
     comment = payload["comment"]
-    assert (comment["author"], comment["authorId"], comment["rating"]) == ("Ann A.", "ann", 5)
+    assert (comment["author"], comment["rating"]) == ("Ann A.", 5)
+    assert comment["authorId"] == public_author_id(author_key(SECRET), "ann")
     assert comment["product"]["stats"]["total"] == 1
 
     assert await api.error_code(DELETE, {"id": comment["id"]}) == "UNAUTHENTICATED"
@@ -483,3 +485,71 @@ async def test_persistent_write_contention_is_conflict(table: TableRef, product_
         body = await api.gql(CREATE, {"input": _input(product_id)}, token())
     assert body["errors"][0]["extensions"] == {"code": "CONFLICT", "retryable": True}
     assert (await get_counts(table, product_id, None)).total == 0
+
+
+async def test_readers_see_an_opaque_author_id_and_only_owners_see_the_subject(
+    api: Api, product_id: str
+) -> None:
+    sub = "customer-4711@example.com"
+    ids = []
+    for n in range(2):
+        made = await api.data(
+            CREATE, {"input": _input(f"{product_id}-{n}", body=f"n{n}")}, token(sub)
+        )
+        ids.append(made["createComment"]["comment"]["commentId"])
+    query = """query($a: ID!, $b: ID!) {
+      a: comment(commentId: $a) { author authorId authorSubject }
+      b: comment(commentId: $b) { authorId }
+    }"""
+    variables = {"a": ids[0], "b": ids[1]}
+    anonymous = await api.data(query, variables)
+    # No name in the token: a neutral name, never the account id.
+    assert anonymous["a"]["author"] == "Anonymous"
+    assert anonymous["a"]["authorSubject"] is None
+    assert sub not in str(anonymous)
+    # Stable: the same author has the same id on every comment, whoever reads.
+    assert anonymous["a"]["authorId"] == anonymous["b"]["authorId"]
+    other = await api.data(query, variables, token("someone-else"))
+    assert other["a"] == anonymous["a"]
+    assert (await api.data(query, variables, token(sub)))["a"]["authorSubject"] == sub
+    moderator = await api.data(query, variables, token("mod", moderator=True))
+    assert moderator["a"]["authorSubject"] == sub
+    body = await api.gql(query, variables, "not-a-token")
+    assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_write_limits_reach_clients_coded_and_write_nothing(
+    table: TableRef, product_id: str
+) -> None:
+    async with running_api(
+        table.client, table.name, comments_per_product=1, comments_per_hour=2
+    ) as limited:
+        ann = token(f"ann-{product_id}")
+        await limited.data(CREATE, {"input": _input(product_id)}, ann)
+        body = await limited.gql(CREATE, {"input": _input(product_id, rating=1)}, ann)
+        error = body["errors"][0]
+        assert error["extensions"]["code"] == "LIMIT_REACHED"
+        assert "at most 1 comment" in error["message"]
+        await limited.data(CREATE, {"input": _input(f"{product_id}-b")}, ann)
+        body = await limited.gql(CREATE, {"input": _input(f"{product_id}-c")}, ann)
+        error = body["errors"][0]
+        assert error["extensions"]["code"] == "RATE_LIMITED"
+        assert error["extensions"]["retryable"] is True
+        assert 0 < error["extensions"]["retryAfter"] <= 3601
+    assert (await get_counts(table, product_id, None)).total == 1
+    assert (await get_counts(table, f"{product_id}-c", None)).total == 0
+
+
+async def test_an_idempotency_key_reused_for_another_comment_is_a_conflict(
+    api: Api, product_id: str
+) -> None:
+    ann = token(f"ann-{product_id}")
+    first = await api.data(CREATE, {"input": _input(product_id, idempotencyKey="k")}, ann)
+    again = await api.data(CREATE, {"input": _input(product_id, idempotencyKey="k")}, ann)
+    assert again["createComment"]["created"] is False
+    assert again["createComment"]["comment"] == first["createComment"]["comment"]
+    body = await api.gql(
+        CREATE, {"input": _input(product_id, body="Other", idempotencyKey="k")}, ann
+    )
+    assert body["errors"][0]["extensions"]["code"] == "CONFLICT"
+    assert "idempotency key" in body["errors"][0]["message"]

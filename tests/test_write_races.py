@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -171,6 +171,7 @@ class WriteRaces(RuleBasedStateMachine):
 
     async def _step(self, batch: list[Create | Delete], readers: list[Read]) -> None:
         before = dict(self.live)
+        bindings_before = dict(self.bindings)
         targets = {
             self.seen[op.pick % len(self.seen)]
             for op in batch
@@ -198,7 +199,7 @@ class WriteRaces(RuleBasedStateMachine):
         # Successes first: a refusal is judged against the bindings and slots they made.
         done = list(zip((op for op, _ in jobs), outcomes, strict=False))
         for op, outcome in sorted(done, key=lambda d: isinstance(d[1], BaseException)):
-            self._absorb(op, outcome, before)
+            self._absorb(op, outcome, before, bindings_before)
         for outcome in outcomes[len(jobs) :]:
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -215,7 +216,13 @@ class WriteRaces(RuleBasedStateMachine):
         )
         return await create_comment(table, new, write_limits=LIMITS, backoff=BACKOFF)
 
-    def _absorb(self, op: Any, outcome: Any, before: dict[str, Comment]) -> None:
+    def _absorb(
+        self,
+        op: Any,
+        outcome: Any,
+        before: dict[str, Comment],
+        bindings_before: dict[tuple[str, str], tuple[tuple[Any, ...], str]],
+    ) -> None:
         if isinstance(op, Create):
             request = (op.product, op.rating, op.language)
             binding = None if op.key is None else self.bindings.get((op.author, op.key))
@@ -224,7 +231,11 @@ class WriteRaces(RuleBasedStateMachine):
                 assert binding[0] != request, (op, binding)
                 return
             if isinstance(outcome, CommentsPerProductLimit):
-                assert binding is None or binding[0] != request, "a retry hit the limit"
+                # A retry of a request that had succeeded before this batch must replay, not
+                # count against the limit. (Within a batch, a copy may be refused before
+                # its twin commits in a slot a concurrent delete freed: that is correct.)
+                earlier = None if op.key is None else bindings_before.get((op.author, op.key))
+                assert earlier is None or earlier[0] != request, "a retry hit the limit"
                 held = [
                     c
                     for c in {**before, **self.live}.values()
@@ -340,7 +351,13 @@ def harness(engine: LocalEngine) -> Iterator[_Harness]:
 
 
 def test_writes_and_reads_race_and_stay_exact(harness: _Harness) -> None:
+    # Concurrency makes a failure hard to replay exactly, so shrinking is short: the first
+    # failure, with its steps, is what matters.
     WriteRaces.TestCase.settings = settings(
-        settings.default, max_examples=25, stateful_step_count=8
+        settings.default,
+        max_examples=25,
+        stateful_step_count=8,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        report_multiple_bugs=False,
     )
     WriteRaces.TestCase().runTest()
