@@ -76,11 +76,33 @@ def test_new_comment_normalises() -> None:
         {"body": "bell\x07"},
         {"author": ""},
         {"idempotency_key": ""},
+        # C1 controls, bidi overrides and isolates: text that displays as something else.
+        {"body": "price \x85 list"},
+        {"body": "great \u202egnirts"},
+        {"title": "\u2067hidden\u2069"},
+        {"author_name": "admin\u202e"},
+        # Nothing visible: zero-width spaces, joiners, BOM, soft hyphens, Hangul fillers.
+        {"body": "\u200b\u200c\u200d\ufeff"},
+        {"body": " \u00ad\u3164\u2800 \u034f"},
+        {"body": "\U000e0041\U000e0042"},  # tag characters
+        # Bytes are limited too: 10,000 emoji are 10,000 characters but 40,000 bytes.
+        {"body": "\U0001f600" * 10_000},
+        {"title": "\U0001f600" * 201},
     ],
 )
 def test_new_comment_rejects_bad_text(overrides: dict[str, object]) -> None:
     with pytest.raises(InvalidCommentText):
         _new(**overrides)
+
+
+def test_texts_are_stored_in_nfc_and_right_to_left_text_is_fine() -> None:
+    decomposed = "Cafe\u0301"
+    c = _new(body=decomposed, title=decomposed)
+    assert c.body == c.title == "Caf\u00e9"
+    # Arabic and Hebrew with marks, emoji with joiners and line breaks are ordinary text.
+    for body in ("\u0645\u0645\u062a\u0627\u0632 \u200f", "\U0001f469\u200d\U0001f4bb\nok"):
+        assert _new(body=body).body == body
+    assert _new(body="\U0001f600" * 5000).body
 
 
 def test_new_comment_rejects_bad_rating() -> None:
