@@ -7,6 +7,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from resolvers.auth import TokenRules
 from resolvers.errors import StorageUnavailable
 from resolvers.loaders import Loaders
 from storage.metering import Meter, MeteredClient
@@ -22,7 +23,7 @@ class Context:
     meter: Meter
     loaders: Loaders
     request_id: str
-    jwt_secret: str
+    tokens: TokenRules
     authorization: str | None
     # Loop time by which every storage call of this request must have finished.
     deadline: float
@@ -41,7 +42,7 @@ def make_context(
     app_table: TableRef,
     *,
     request_id: str,
-    jwt_secret: str,
+    tokens: TokenRules,
     authorization: str | None,
     storage_timeout: float,
     tuning: Tuning = DEFAULT_TUNING,
@@ -59,7 +60,7 @@ def make_context(
         meter=meter,
         loaders=Loaders.for_request(table, deadline),
         request_id=request_id,
-        jwt_secret=jwt_secret,
+        tokens=tokens,
         authorization=authorization,
         deadline=deadline,
         tuning=tuning,

@@ -27,7 +27,7 @@ from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, process_result
 from strawberry.types import ExecutionResult
 
-from resolvers.auth import mint
+from resolvers.auth import TokenRules, mint
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from server.demo import demo_comments
@@ -50,7 +50,7 @@ class Runtime:
     """What the lifespan opened: one client (and engine) for the application's lifetime."""
 
     table: TableRef
-    jwt_secret: str
+    tokens: TokenRules
     settings: Settings
 
     @property
@@ -123,7 +123,7 @@ class GraphQLApp(GraphQL[Context, None]):
         return make_context(
             runtime.table,
             request_id=request_id,
-            jwt_secret=runtime.jwt_secret,
+            tokens=runtime.tokens,
             authorization=request.headers.get("authorization"),
             storage_timeout=runtime.settings.storage_timeout,
             tuning=runtime.tuning,
@@ -200,11 +200,26 @@ def create_app(
             generated = secret is None
             if secret is None:
                 secret = secrets.token_urlsafe(32)
+            tokens = TokenRules(
+                secret,
+                issuer=settings.jwt_issuer,
+                audience=settings.jwt_audience,
+                max_lifetime=settings.jwt_max_lifetime or None,
+            )
             if settings.dev_token or (settings.dev_token is None and generated):
-                token = mint(secret, "dev-user", name="Dev User", roles=["moderator"])
+                lifetime = min(24 * 3600, settings.jwt_max_lifetime or 24 * 3600)
+                token = mint(
+                    secret,
+                    "dev-user",
+                    name="Dev User",
+                    roles=["moderator"],
+                    ttl_seconds=lifetime,
+                    issuer=settings.jwt_issuer,
+                    audience=settings.jwt_audience,
+                )
                 print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
-                print(f"Dev token (moderator, 24 h): {token}", file=sys.stderr)
-            holder.set(Runtime(table, secret, settings))
+                print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
+            holder.set(Runtime(table, tokens, settings))
             if settings.gc_freeze:
                 # Everything made so far lives as long as the process: stop scanning it.
                 gc.collect()

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from resolvers.auth import mint
+from resolvers.auth import DEFAULT_MAX_LIFETIME, mint
 from schema import build_schema
 from server.app import create_app
 from server.demo import demo_comments
@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--moderator", action="store_true", help="add the moderator role")
     token.add_argument("--hours", type=float, default=24.0, help="lifetime (default 24)")
     token.add_argument("--secret", default=os.environ.get("JWT_SECRET"))
+    token.add_argument(
+        "--issuer", default=os.environ.get("JWT_ISSUER"), help="iss (default: $JWT_ISSUER)"
+    )
+    token.add_argument(
+        "--audience", default=os.environ.get("JWT_AUDIENCE"), help="aud (default: $JWT_AUDIENCE)"
+    )
 
     export = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     export.add_argument("--output", type=Path, help="write to this file instead")
@@ -184,10 +190,22 @@ def _token(args: argparse.Namespace) -> int:
     if not args.secret:
         print("error: set JWT_SECRET (or --secret) to the server's secret", file=sys.stderr)
         return 2
+    ttl = int(args.hours * 3600)
+    cap = int(os.environ.get("JWT_MAX_LIFETIME", DEFAULT_MAX_LIFETIME))
+    if cap and ttl > cap:
+        print(f"error: the server accepts tokens of at most {cap / 3600:g} h", file=sys.stderr)
+        return 2
     roles = ["moderator"] if args.moderator else []
-    print(
-        mint(args.secret, args.sub, name=args.name, roles=roles, ttl_seconds=int(args.hours * 3600))
+    token = mint(
+        args.secret,
+        args.sub,
+        name=args.name,
+        roles=roles,
+        ttl_seconds=ttl,
+        issuer=args.issuer,
+        audience=args.audience,
     )
+    print(token)
     return 0
 
 

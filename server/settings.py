@@ -20,6 +20,11 @@ class Settings(BaseSettings):
     aws_region: str = "us-east-1"
     # Unset in embedded mode: generated at start-up, with a dev token printed.
     jwt_secret: str | None = None
+    # When set, tokens must carry exactly this iss / aud.
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    # Seconds a token may live (exp - iat); tokens must then carry iat. 0: no cap.
+    jwt_max_lifetime: int = Field(default=7 * 24 * 3600, ge=0)
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Production posture: GraphiQL, introspection, field suggestions and the dev token
     # default to off, and a JWT secret and an endpoint are required (see the README).
