@@ -31,7 +31,13 @@ from resolvers.auth import TokenRules, mint
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from server.demo import demo_comments
-from server.guards import BodyLimit, SecurityHeaders, content_security_policy, error_body
+from server.guards import (
+    BodyLimit,
+    RequestId,
+    SecurityHeaders,
+    content_security_policy,
+    error_body,
+)
 from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
@@ -116,10 +122,10 @@ class GraphQLApp(GraphQL[Context, None]):
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
         runtime = self.runtime.get()
-        request_id = uuid.uuid4().hex
-        request.state.request_id = request_id
-        if isinstance(response, Response):
-            response.headers["X-Request-Id"] = request_id
+        # Named by the RequestId middleware, which also sends it back in X-Request-Id.
+        request_id = getattr(request.state, "request_id", None)
+        if request_id is None:
+            request_id = request.state.request_id = uuid.uuid4().hex
         return make_context(
             runtime.table,
             request_id=request_id,
@@ -239,10 +245,9 @@ def create_app(
             return JSONResponse({"status": "unavailable", "storage": "down"}, status_code=503)
         return JSONResponse({"status": "ok", "storage": "up"})
 
-    middleware = [
-        Middleware(SecurityHeaders),
-        Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
-    ]
+    # Outermost first. Every refusal is made inside RequestId and CORS, so a browser can
+    # read it and a client can quote its id.
+    middleware = [Middleware(SecurityHeaders), Middleware(RequestId)]
     if settings.cors_origins:
         middleware.append(
             Middleware(
@@ -250,11 +255,19 @@ def create_app(
                 allow_origins=settings.cors_origins,
                 allow_methods=["GET", "POST", "OPTIONS"],
                 allow_headers=["authorization", "content-type"],
+                expose_headers=["x-request-id"],
             )
         )
+    middleware += [
+        Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
+    ]
     graphql = GraphQLApp(holder, settings)
-    return Starlette(
+    app = Starlette(
         routes=[Route("/healthz", healthz), Route("/graphql", graphql)],
         middleware=middleware,
         lifespan=lifespan,
     )
+    # Starlette would answer /graphql/ with a redirect to a URL built from the Host header,
+    # which the client controls: unknown paths are a 404, nothing else.
+    app.router.redirect_slashes = False
+    return app

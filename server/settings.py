@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     field_suggestions: bool | None = None
     # Requests whose body is larger are refused (413) before any of it is parsed.
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # Seconds within which the whole body must arrive once the request has started;
+    # else 408 and the connection is closed.
+    body_timeout: float = Field(default=30.0, gt=0)
     # Points a request may cost (storage queries it could run, see schema.cost).
     max_query_cost: int = Field(default=500, ge=1)
     data_dir: Path = Path(".data")

@@ -1,17 +1,26 @@
 """Production posture and the HTTP guards: IDE, introspection and suggestions off when asked,
-CORS limited to the configured origins, security headers, body limit, GraphQL-shaped refusals."""
+CORS limited to the configured origins, security headers, body limit, GraphQL-shaped refusals;
+and, against a real server process, slow bodies and clients that leave mid-request."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
-from collections.abc import AsyncIterator
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import IO
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
+from reliability.live import LiveServer, live_server
 from server.settings import Settings
+from storage.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
 
@@ -23,7 +32,7 @@ SHOP = "https://shop.example"
 @pytest.fixture(scope="module")
 async def prod(table: TableRef) -> AsyncIterator[Api]:
     async with running_api(
-        table.client, table.name, production=True, cors_origins=[SHOP]
+        table.client, table.name, production=True, cors_origins=[SHOP], body_timeout=0.5
     ) as running:
         yield running
 
@@ -141,3 +150,135 @@ async def test_a_body_under_the_limit_is_served(api: Api) -> None:
     )
     assert response.status_code == 200
     assert response.json()["data"] == {"__typename": "Query"}
+
+
+# Refusals made before GraphQL runs carry CORS and the request id too, so a browser page can
+# read them. Each request comes from an allowed origin.
+JSON_TYPE = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "headers", "status"),
+    [
+        pytest.param("POST", "/graphql", b"x" * 2_000_000, JSON_TYPE, 413, id="413-body"),
+        pytest.param("POST", "/graphql", b"{", JSON_TYPE, 400, id="400-bad-json"),
+        pytest.param("PUT", "/graphql", None, {}, 405, id="405-method"),
+        pytest.param("POST", "/graphql/", b"{}", JSON_TYPE, 404, id="404-trailing-slash"),
+    ],
+)
+async def test_refusals_carry_cors_and_a_request_id(
+    prod: Api, method: str, path: str, body: bytes | None, headers: dict[str, str], status: int
+) -> None:
+    response = await prod.http.request(
+        method, path, content=body, headers={"origin": SHOP, **headers}
+    )
+    assert response.status_code == status, response.text[:200]
+    assert response.headers["access-control-allow-origin"] == SHOP
+    assert "x-request-id" in response.headers["access-control-expose-headers"].lower()
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+
+
+async def test_a_body_that_stalls_gets_408_with_cors(prod: Api) -> None:
+    async def stalling() -> AsyncIterator[bytes]:
+        yield b'{"query": "{ __typ'
+        await asyncio.sleep(30)  # far past BODY_TIMEOUT (0.5 s in this app)
+        yield b'ename }"}'
+
+    response = await prod.http.post(
+        "/graphql", content=stalling(), headers={"origin": SHOP, **JSON_TYPE}
+    )
+    assert response.status_code == 408
+    assert response.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert response.headers["access-control-allow-origin"] == SHOP
+    assert response.headers["connection"] == "close"
+
+
+async def test_a_trailing_slash_never_redirects_to_the_host_header(api: Api) -> None:
+    for method in ("GET", "POST"):
+        response = await api.http.request(
+            method, "/graphql/", json={"query": "{ __typename }"}, headers={"host": "evil.example"}
+        )
+        assert response.status_code == 404
+        assert "location" not in response.headers
+        assert "evil.example" not in response.text
+
+
+# Against a real server process, once per HTTP implementation. Small limits keep the tests
+# fast; the defaults are in server/settings.py.
+LIVE_LIMITS = {"BODY_TIMEOUT": "1"}
+# How long a test waits for the server before it calls a connection held open: far longer
+# than any of the limits above.
+PATIENCE = 20.0
+
+
+@dataclass
+class Live:
+    server: LiveServer
+    log: IO[bytes]
+
+    def connect(self) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.server.port), timeout=PATIENCE)
+
+    def healthy(self) -> bool:
+        return httpx.get(f"{self.server.base_url}/healthz", timeout=PATIENCE).status_code == 200
+
+    def logged(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def live(request: pytest.FixtureRequest, engine: LocalEngine, table: TableRef) -> Iterator[Live]:
+    with (
+        tempfile.TemporaryFile() as log,
+        live_server(
+            engine.endpoint_url,
+            table.name,
+            SECRET,
+            log=log,
+            UVICORN_HTTP=request.param,
+            **LIVE_LIMITS,
+        ) as server,
+    ):
+        yield Live(server, log)
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes; a reset counts as a close. Fails when
+    the server keeps the connection open past PATIENCE."""
+    received = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return received
+        except TimeoutError:
+            pytest.fail(f"the server held the connection open; it sent {received[:200]!r}")
+        if not chunk:
+            return received
+        received += chunk
+
+
+def test_a_body_that_stalls_is_refused_and_closed(live: Live) -> None:
+    with live.connect() as sock:
+        sock.sendall(
+            b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: 100\r\n\r\n" + b'{"query": "'
+        )
+        answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert live.healthy()
+
+
+def test_a_client_leaving_mid_body_is_a_quiet_end(live: Live) -> None:
+    for _ in range(3):
+        with live.connect() as sock:
+            sock.sendall(
+                b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"content-length: 1000\r\n\r\n" + b'{"query": "{ __typename'
+            )
+    # /healthz is answered after the server saw those connections close.
+    assert live.healthy()
+    logged = live.logged()
+    assert "Traceback" not in logged
+    assert not re.search(r"\bERROR\b", logged), logged[-3000:]
