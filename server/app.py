@@ -33,6 +33,7 @@ from schema import SchemaOptions, build_schema, with_codes
 from server.demo import demo_comments
 from server.guards import (
     BodyLimit,
+    HeaderLimit,
     RequestId,
     SecurityHeaders,
     content_security_policy,
@@ -259,6 +260,9 @@ def create_app(
             )
         )
     middleware += [
+        Middleware(
+            HeaderLimit, max_headers=settings.max_headers, max_bytes=settings.max_header_bytes
+        ),
         Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
     ]
     graphql = GraphQLApp(holder, settings)

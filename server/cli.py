@@ -13,12 +13,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from resolvers.auth import DEFAULT_MAX_LIFETIME, mint
 from schema import build_schema
 from server.app import create_app
 from server.demo import demo_comments
 from server.progress import progress_bar
+from server.protocol import HeadLimits, guarded_protocol
 from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
@@ -219,21 +221,34 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn.run's options for these settings: the HTTP protocol with the head limits
+    (server.protocol), h11's own cap as a backstop, the connection limits, no Server header."""
+    limits = HeadLimits(
+        max_bytes=settings.max_header_bytes,
+        max_headers=settings.max_headers,
+        timeout=settings.header_timeout,
+    )
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "loop": settings.uvicorn_loop,
+        "http": guarded_protocol(settings.uvicorn_http, limits),
+        "h11_max_incomplete_event_size": settings.max_header_bytes,
+        "timeout_keep_alive": settings.keep_alive_timeout,
+        "limit_concurrency": settings.max_connections,
+        "server_header": False,
+        "access_log": settings.access_log,
+    }
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = Settings(**overrides)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        loop=settings.uvicorn_loop,
-        http=settings.uvicorn_http,
-        access_log=settings.access_log,
-    )
+    uvicorn.run(create_app(settings), log_level="info", **uvicorn_options(settings))
     return 0
 
 

@@ -1,8 +1,10 @@
 """HTTP guards in front of the GraphQL view: a request id on every response, limits on the
-body (size, and time to arrive), security headers, and GraphQL-shaped errors for requests
-refused before GraphQL could read them.
+header fields and the body (size, and time to arrive), security headers, and GraphQL-shaped
+errors for requests refused before GraphQL could read them.
 
-Pure ASGI middleware (no response buffering), so streaming passes through untouched.
+Pure ASGI middleware (no response buffering), so streaming passes through untouched. The
+limits that must hold before a request reaches the app at all (the head's size and time to
+arrive) are in server.protocol.
 """
 
 from __future__ import annotations
@@ -122,6 +124,36 @@ class RequestId:
             await send(message)
 
         await self.app(scope, receive, with_id)
+
+
+class HeaderLimit:
+    """Refuses requests with more than ``max_headers`` header fields or a head over
+    ``max_bytes`` with 431. server.protocol enforces the byte cap (and, with httptools, the
+    count) while the head arrives; this check holds under any server and HTTP implementation
+    (h11 counts nothing), and its refusal passes through CORS."""
+
+    def __init__(self, app: ASGIApp, max_headers: int, max_bytes: int) -> None:
+        self.app = app
+        self.max_headers = max_headers
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        if len(headers) > self.max_headers:
+            message = f"The request has more than {self.max_headers} header fields."
+            await send_error(send, 431, message, close=True)
+            return
+        # The head as it came, near enough: request line, and "name: value\r\n" per field.
+        size = len(scope.get("raw_path", b"")) + len(scope.get("query_string", b"")) + 32
+        size += sum(len(name) + len(value) + 4 for name, value in headers)
+        if size > self.max_bytes:
+            message = f"The request head is larger than {self.max_bytes} bytes."
+            await send_error(send, 431, message, close=True)
+            return
+        await self.app(scope, receive, send)
 
 
 class BodyLimit:

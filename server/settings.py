@@ -35,9 +35,22 @@ class Settings(BaseSettings):
     field_suggestions: bool | None = None
     # Requests whose body is larger are refused (413) before any of it is parsed.
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
-    # Seconds within which the whole body must arrive once the request has started;
-    # else 408 and the connection is closed.
+    # Seconds within which the whole body must arrive once its head has; else 408 and the
+    # connection is closed.
     body_timeout: float = Field(default=30.0, gt=0)
+    # The request head (request line and header fields): refused with 431 past either cap,
+    # while it arrives. 32 KiB is what nginx accepts by default (4 buffers of 8 KiB), room
+    # for a large token, cookies and a GET query, and still parses in microseconds.
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024, le=1024 * 1024)
+    # Browsers send 10-30 fields; Apache's LimitRequestFields default is 100 as well.
+    max_headers: int = Field(default=100, ge=10)
+    # Seconds within which a request head must arrive, counted from the connection, or from
+    # the head's first byte on a kept-alive one; else 408 (or a plain close if nothing came).
+    header_timeout: float = Field(default=10.0, gt=0)
+    # Seconds an idle kept-alive connection stays open.
+    keep_alive_timeout: int = Field(default=5, ge=1)
+    # Open connections (and requests in progress) beyond this are answered 503.
+    max_connections: int = Field(default=1000, ge=1)
     # Points a request may cost (storage queries it could run, see schema.cost).
     max_query_cost: int = Field(default=500, ge=1)
     data_dir: Path = Path(".data")
