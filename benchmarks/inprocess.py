@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from benchmarks.baselines import BaselinePage, blog_fan_out, naive_filter
+from resolvers.auth import TokenRules
 from resolvers.context import make_context
 from schema import build_schema
 from storage.cursor import encode_cursor
@@ -132,7 +133,7 @@ class Runner:
             context = make_context(
                 self.table,
                 request_id="bench",
-                jwt_secret="x" * 32,
+                tokens=TokenRules("x" * 32),
                 authorization=None,
                 storage_timeout=30,
             )

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -42,10 +42,14 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(endpoint_url: str, table: str, jwt_secret: str, **env: str) -> Iterator[LiveServer]:
+def live_server(
+    endpoint_url: str, table: str, jwt_secret: str, *, log: IO[bytes] | None = None, **env: str
+) -> Iterator[LiveServer]:
     """Run the server against an engine and table until the block ends; extra keyword
     arguments become environment variables (``STORAGE_TIMEOUT="2"``). Per-author write
-    limits are lifted unless given: load, soak and fuzzing write as few authors."""
+    limits are lifted unless given: load, soak and fuzzing write as few authors. The
+    server's output goes to ``log`` when given (a test reads what it logged), else to a
+    private file."""
     port = free_port()
     environment = {
         "DYNAMODB_ENDPOINT_URL": endpoint_url,
@@ -57,19 +61,26 @@ def live_server(endpoint_url: str, table: str, jwt_secret: str, **env: str) -> I
         "COMMENTS_PER_HOUR": "0",
         **env,
     }
-    with server_process([str(COMMENTS), "serve"], port, environment) as pid:
+    with server_process([str(COMMENTS), "serve"], port, environment, log=log) as pid:
         yield LiveServer(port, pid)
 
 
 @contextmanager
 def server_process(
-    command: list[str], port: int, env: dict[str, str], timeout: float = 60
+    command: list[str],
+    port: int,
+    env: dict[str, str],
+    timeout: float = 60,
+    *,
+    log: IO[bytes] | None = None,
 ) -> Iterator[int]:
     """Start a server process listening on ``port``, wait until its /healthz answers 200,
-    stop it by PID when the block ends; yields the PID."""
+    stop it by PID when the block ends; yields the PID. Its output goes to ``log`` if given."""
     # The log goes to a file, not a pipe: nobody reads a pipe while the server runs, and a
     # full one would block the server mid-request.
-    with tempfile.TemporaryFile() as log:
+    with ExitStack() as stack:
+        if log is None:
+            log = stack.enter_context(tempfile.TemporaryFile())
         process = subprocess.Popen(
             command,
             env={**os.environ, "ACCESS_LOG": "false", **env},
@@ -159,5 +170,5 @@ def rig(
     with LocalEngine(data_dir=data_dir) as engine:
         if create:
             asyncio.run(_create(engine.endpoint_url, table))
-        with live_server(engine.endpoint_url, table, secret, **(env or {})) as server:
+        with live_server(engine.endpoint_url, table, secret, log=None, **(env or {})) as server:
             yield Rig(engine, server, table, secret)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import jwt
 
@@ -11,6 +13,19 @@ from resolvers.errors import Unauthenticated
 
 ALGORITHM = "HS256"
 MODERATOR = "moderator"
+DEFAULT_MAX_LIFETIME = 7 * 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRules:
+    """What a bearer token must satisfy: signed (HS256) with ``secret``; the ``issuer`` and
+    ``audience`` when set; and, when ``max_lifetime`` is set, an ``iat`` at most that many
+    seconds before its ``exp``."""
+
+    secret: str = field(repr=False)
+    issuer: str | None = None
+    audience: str | None = None
+    max_lifetime: int | None = DEFAULT_MAX_LIFETIME
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,24 +41,42 @@ class Viewer:
         return MODERATOR in self.roles
 
 
-def authenticate(authorization: str | None, secret: str) -> Viewer:
+def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
     """The viewer named by an ``Authorization: Bearer <jwt>`` header, or Unauthenticated."""
     if not authorization:
         raise Unauthenticated("this operation needs an Authorization: Bearer <token> header")
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("the Authorization header must be: Bearer <token>")
+    required = ["sub", "exp"]
+    required += ["iat"] if rules.max_lifetime else []
+    required += ["iss"] if rules.issuer is not None else []
+    required += ["aud"] if rules.audience is not None else []
     try:
         claims = jwt.decode(
             token.strip(),
-            secret,
+            rules.secret,
             algorithms=[ALGORITHM],
-            options={"require": ["sub", "exp"]},
+            issuer=rules.issuer,
+            audience=rules.audience,
+            # PyJWT converts the time claims with int(), which takes "1700000000" and True
+            # and overflows on Infinity: _check_times reads them as JSON numbers only.
+            options={
+                "require": required,
+                "verify_exp": False,
+                "verify_iat": False,
+                "verify_nbf": False,
+            },
         )
-    except jwt.ExpiredSignatureError as exc:
-        raise Unauthenticated("the token has expired") from exc
+    except jwt.MissingRequiredClaimError as exc:
+        raise Unauthenticated(f"the token has no {exc.claim} claim") from exc
+    except jwt.InvalidIssuerError as exc:
+        raise Unauthenticated("the token's issuer (iss) is not the one this API accepts") from exc
+    except jwt.InvalidAudienceError as exc:
+        raise Unauthenticated("the token's audience (aud) is not this API") from exc
     except jwt.InvalidTokenError as exc:
         raise Unauthenticated("the token is not valid") from exc
+    _check_times(claims, rules.max_lifetime, time.time())
     sub, name, roles = claims.get("sub"), claims.get("name"), claims.get("roles", [])
     if not isinstance(sub, str) or not sub.strip() or len(sub) > 128:
         raise Unauthenticated("the token's sub claim must name the author")
@@ -54,6 +87,33 @@ def authenticate(authorization: str | None, secret: str) -> Viewer:
     return Viewer(sub, name, frozenset(roles))
 
 
+def _check_times(claims: dict[str, Any], max_lifetime: int | None, now: float) -> None:
+    times = {}
+    for name in ("exp", "iat", "nbf"):
+        if name not in claims:
+            continue
+        value = claims[name]
+        # A JSON number (RFC 7519 NumericDate); bool is an int to Python, not to JSON.
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise Unauthenticated(f"the token's {name} claim must be a number (seconds since 1970)")
+        times[name] = value
+    if times["exp"] <= now:
+        raise Unauthenticated("the token has expired")
+    if times.get("nbf", now) > now:
+        raise Unauthenticated("the token is not valid yet (nbf)")
+    if times.get("iat", now) > now:
+        raise Unauthenticated("the token was issued in the future (iat)")
+    # With iat in the past, exp - now <= exp - iat: this caps both.
+    if max_lifetime and times["exp"] - times["iat"] > max_lifetime:
+        raise Unauthenticated(
+            f"the token's lifetime (exp - iat) is longer than {max_lifetime} seconds"
+        )
+
+
 def mint(
     secret: str,
     sub: str,
@@ -61,10 +121,16 @@ def mint(
     name: str | None = None,
     roles: list[str] | None = None,
     ttl_seconds: int = 24 * 3600,
+    issuer: str | None = None,
+    audience: str | None = None,
 ) -> str:
-    """A signed token for development and tests."""
+    """A signed token for development and tests, with the issuer and audience when given."""
     now = int(time.time())
     claims: dict[str, object] = {"sub": sub, "iat": now, "exp": now + ttl_seconds}
+    if issuer is not None:
+        claims["iss"] = issuer
+    if audience is not None:
+        claims["aud"] = audience
     if name is not None:
         claims["name"] = name
     if roles:

@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from resolvers.auth import Viewer, authenticate
+from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key
 from resolvers.errors import StorageUnavailable
 from resolvers.loaders import Loaders
@@ -25,7 +25,7 @@ class Context:
     meter: Meter
     loaders: Loaders
     request_id: str
-    jwt_secret: str
+    tokens: TokenRules
     authorization: str | None
     # Key of the public author ids (see resolvers.authors).
     author_key: bytes
@@ -38,7 +38,7 @@ class Context:
         """Who is calling, when a token came with the request (an invalid one is an error)."""
         if self.authorization is None:
             return None
-        return authenticate(self.authorization, self.jwt_secret)
+        return authenticate(self.authorization, self.tokens)
 
     async def storage(self, call: Awaitable[T]) -> T:
         """Await a storage call within the request's deadline."""
@@ -53,7 +53,7 @@ def make_context(
     app_table: TableRef,
     *,
     request_id: str,
-    jwt_secret: str,
+    tokens: TokenRules,
     authorization: str | None,
     storage_timeout: float,
     tuning: Tuning = DEFAULT_TUNING,
@@ -73,9 +73,9 @@ def make_context(
         meter=meter,
         loaders=Loaders.for_request(table, deadline),
         request_id=request_id,
-        jwt_secret=jwt_secret,
+        tokens=tokens,
         authorization=authorization,
-        author_key=author_key(author_id_secret or jwt_secret),
+        author_key=author_key(author_id_secret or tokens.secret),
         deadline=deadline,
         tuning=tuning,
         write_limits=write_limits,

@@ -13,7 +13,7 @@ from storage.writes import delete_comment as remove_comment
 
 
 def viewer(ctx: Context) -> Viewer:
-    return authenticate(ctx.authorization, ctx.jwt_secret)
+    return authenticate(ctx.authorization, ctx.tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,11 +27,18 @@ from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, process_result
 from strawberry.types import ExecutionResult
 
-from resolvers.auth import mint
+from resolvers.auth import TokenRules, mint
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from server.demo import demo_comments
-from server.guards import BodyLimit, SecurityHeaders, content_security_policy, error_body
+from server.guards import (
+    BodyLimit,
+    HeaderLimit,
+    RequestId,
+    SecurityHeaders,
+    content_security_policy,
+    error_body,
+)
 from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
@@ -51,7 +58,7 @@ class Runtime:
     """What the lifespan opened: one client (and engine) for the application's lifetime."""
 
     table: TableRef
-    jwt_secret: str
+    tokens: TokenRules
     settings: Settings
 
     @property
@@ -121,14 +128,14 @@ class GraphQLApp(GraphQL[Context, None]):
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
         runtime = self.runtime.get()
-        request_id = uuid.uuid4().hex
-        request.state.request_id = request_id
-        if isinstance(response, Response):
-            response.headers["X-Request-Id"] = request_id
+        # Named by the RequestId middleware, which also sends it back in X-Request-Id.
+        request_id = getattr(request.state, "request_id", None)
+        if request_id is None:
+            request_id = request.state.request_id = uuid.uuid4().hex
         return make_context(
             runtime.table,
             request_id=request_id,
-            jwt_secret=runtime.jwt_secret,
+            tokens=runtime.tokens,
             authorization=request.headers.get("authorization"),
             storage_timeout=runtime.settings.storage_timeout,
             tuning=runtime.tuning,
@@ -207,11 +214,26 @@ def create_app(
             generated = secret is None
             if secret is None:
                 secret = secrets.token_urlsafe(32)
+            tokens = TokenRules(
+                secret,
+                issuer=settings.jwt_issuer,
+                audience=settings.jwt_audience,
+                max_lifetime=settings.jwt_max_lifetime or None,
+            )
             if settings.dev_token or (settings.dev_token is None and generated):
-                token = mint(secret, "dev-user", name="Dev User", roles=["moderator"])
+                lifetime = min(24 * 3600, settings.jwt_max_lifetime or 24 * 3600)
+                token = mint(
+                    secret,
+                    "dev-user",
+                    name="Dev User",
+                    roles=["moderator"],
+                    ttl_seconds=lifetime,
+                    issuer=settings.jwt_issuer,
+                    audience=settings.jwt_audience,
+                )
                 print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
-                print(f"Dev token (moderator, 24 h): {token}", file=sys.stderr)
-            holder.set(Runtime(table, secret, settings))
+                print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
+            holder.set(Runtime(table, tokens, settings))
             if settings.gc_freeze:
                 # Everything made so far lives as long as the process: stop scanning it.
                 gc.collect()
@@ -231,10 +253,9 @@ def create_app(
             return JSONResponse({"status": "unavailable", "storage": "down"}, status_code=503)
         return JSONResponse({"status": "ok", "storage": "up"})
 
-    middleware = [
-        Middleware(SecurityHeaders),
-        Middleware(BodyLimit, max_bytes=settings.max_body_bytes),
-    ]
+    # Outermost first. Every refusal is made inside RequestId and CORS, so a browser can
+    # read it and a client can quote its id.
+    middleware = [Middleware(SecurityHeaders), Middleware(RequestId)]
     if settings.cors_origins:
         middleware.append(
             Middleware(
@@ -242,11 +263,22 @@ def create_app(
                 allow_origins=settings.cors_origins,
                 allow_methods=["GET", "POST", "OPTIONS"],
                 allow_headers=["authorization", "content-type"],
+                expose_headers=["x-request-id"],
             )
         )
+    middleware += [
+        Middleware(
+            HeaderLimit, max_headers=settings.max_headers, max_bytes=settings.max_header_bytes
+        ),
+        Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
+    ]
     graphql = GraphQLApp(holder, settings)
-    return Starlette(
+    app = Starlette(
         routes=[Route("/healthz", healthz), Route("/graphql", graphql)],
         middleware=middleware,
         lifespan=lifespan,
     )
+    # Starlette would answer /graphql/ with a redirect to a URL built from the Host header,
+    # which the client controls: unknown paths are a 404, nothing else.
+    app.router.redirect_slashes = False
+    return app

@@ -13,12 +13,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from resolvers.auth import mint
+from resolvers.auth import DEFAULT_MAX_LIFETIME, mint
 from schema import build_schema
 from server.app import create_app
 from server.demo import demo_comments
 from server.progress import progress_bar
+from server.protocol import HeadLimits, guarded_protocol
 from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
@@ -66,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--moderator", action="store_true", help="add the moderator role")
     token.add_argument("--hours", type=float, default=24.0, help="lifetime (default 24)")
     token.add_argument("--secret", default=os.environ.get("JWT_SECRET"))
+    token.add_argument(
+        "--issuer", default=os.environ.get("JWT_ISSUER"), help="iss (default: $JWT_ISSUER)"
+    )
+    token.add_argument(
+        "--audience", default=os.environ.get("JWT_AUDIENCE"), help="aud (default: $JWT_AUDIENCE)"
+    )
 
     export = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     export.add_argument("--output", type=Path, help="write to this file instead")
@@ -184,10 +192,22 @@ def _token(args: argparse.Namespace) -> int:
     if not args.secret:
         print("error: set JWT_SECRET (or --secret) to the server's secret", file=sys.stderr)
         return 2
+    ttl = int(args.hours * 3600)
+    cap = int(os.environ.get("JWT_MAX_LIFETIME", DEFAULT_MAX_LIFETIME))
+    if cap and ttl > cap:
+        print(f"error: the server accepts tokens of at most {cap / 3600:g} h", file=sys.stderr)
+        return 2
     roles = ["moderator"] if args.moderator else []
-    print(
-        mint(args.secret, args.sub, name=args.name, roles=roles, ttl_seconds=int(args.hours * 3600))
+    token = mint(
+        args.secret,
+        args.sub,
+        name=args.name,
+        roles=roles,
+        ttl_seconds=ttl,
+        issuer=args.issuer,
+        audience=args.audience,
     )
+    print(token)
     return 0
 
 
@@ -201,21 +221,34 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn.run's options for these settings: the HTTP protocol with the head limits
+    (server.protocol), h11's own cap as a backstop, the connection limits, no Server header."""
+    limits = HeadLimits(
+        max_bytes=settings.max_header_bytes,
+        max_headers=settings.max_headers,
+        timeout=settings.header_timeout,
+    )
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "loop": settings.uvicorn_loop,
+        "http": guarded_protocol(settings.uvicorn_http, limits),
+        "h11_max_incomplete_event_size": settings.max_header_bytes,
+        "timeout_keep_alive": settings.keep_alive_timeout,
+        "limit_concurrency": settings.max_connections,
+        "server_header": False,
+        "access_log": settings.access_log,
+    }
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = Settings(**overrides)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        loop=settings.uvicorn_loop,
-        http=settings.uvicorn_http,
-        access_log=settings.access_log,
-    )
+    uvicorn.run(create_app(settings), log_level="info", **uvicorn_options(settings))
     return 0
 
 

@@ -1,15 +1,19 @@
-"""HTTP guards in front of the GraphQL view: a body-size limit, security headers, and
-GraphQL-shaped errors for requests refused before GraphQL could read them.
+"""HTTP guards in front of the GraphQL view: a request id on every response, limits on the
+header fields and the body (size, and time to arrive), security headers, and GraphQL-shaped
+errors for requests refused before GraphQL could read them.
 
-Pure ASGI middleware (no response buffering), so streaming and the request id header pass
-through untouched.
+Pure ASGI middleware (no response buffering), so streaming passes through untouched. The
+limits that must hold before a request reaches the app at all (the head's size and time to
+arrive) are in server.protocol.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
+import uuid
 
 import orjson
 from starlette.datastructures import MutableHeaders
@@ -61,13 +65,17 @@ def error_body(message: str, code: str = "BAD_USER_INPUT") -> bytes:
     )
 
 
-async def send_error(send: Send, status: int, message: str) -> None:
+async def send_error(send: Send, status: int, message: str, *, close: bool = False) -> None:
+    """A GraphQL-shaped refusal; ``close`` ends the connection after it (the server then
+    stops reading whatever the client still sends)."""
     body = error_body(message)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
         *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
     ]
+    if close:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -96,13 +104,69 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-class BodyLimit:
-    """Refuses request bodies over ``max_bytes`` with 413, by Content-Length up front or by
-    counting a chunked body as it streams in, before any of it is parsed."""
+class RequestId:
+    """Names every HTTP request (``request.state.request_id``) and sends the name back in
+    ``X-Request-Id`` on every response, refusals included, so a client can quote it."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["x-request-id"] = request_id
+            await send(message)
+
+        await self.app(scope, receive, with_id)
+
+
+class HeaderLimit:
+    """Refuses requests with more than ``max_headers`` header fields or a head over
+    ``max_bytes`` with 431. server.protocol enforces the byte cap (and, with httptools, the
+    count) while the head arrives; this check holds under any server and HTTP implementation
+    (h11 counts nothing), and its refusal passes through CORS."""
+
+    def __init__(self, app: ASGIApp, max_headers: int, max_bytes: int) -> None:
+        self.app = app
+        self.max_headers = max_headers
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        if len(headers) > self.max_headers:
+            message = f"The request has more than {self.max_headers} header fields."
+            await send_error(send, 431, message, close=True)
+            return
+        # The head as it came, near enough: request line, and "name: value\r\n" per field.
+        size = len(scope.get("raw_path", b"")) + len(scope.get("query_string", b"")) + 32
+        size += sum(len(name) + len(value) + 4 for name, value in headers)
+        if size > self.max_bytes:
+            message = f"The request head is larger than {self.max_bytes} bytes."
+            await send_error(send, 431, message, close=True)
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """Guards reading the request body: over ``max_bytes`` is refused with 413, by
+    Content-Length up front or by counting a chunked body as it streams in, before any of it
+    is parsed; a body that has not fully arrived ``timeout`` seconds after the request
+    started is refused with 408 and the connection closed; a client that leaves before its
+    body is complete ends the request quietly (nobody is left to answer)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout: float | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -113,16 +177,32 @@ class BodyLimit:
         if declared is not None and declared > self.max_bytes:
             await send_error(send, 413, message)
             return
+        # One deadline for the whole body, not one per read: a client dripping a byte just
+        # inside a per-read timeout could otherwise hold the request open indefinitely.
+        deadline = None
+        if self.timeout is not None:
+            deadline = asyncio.get_running_loop().time() + self.timeout
         received = 0
+        complete = False
         started = False
 
-        async def counting_receive() -> Message:
-            nonlocal received
-            chunk = await receive()
+        async def guarded_receive() -> Message:
+            nonlocal received, complete
+            if complete:
+                # After the body, receive() only reports a disconnect, for as long as it takes.
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    chunk = await receive()
+            except TimeoutError:
+                raise _TooSlow from None
+            if chunk["type"] == "http.disconnect":
+                raise _ClientGone
             if chunk["type"] == "http.request":
                 received += len(chunk.get("body", b""))
                 if received > self.max_bytes:
                     raise _TooLarge
+                complete = not chunk.get("more_body", False)
             return chunk
 
         async def tracking_send(reply: Message) -> None:
@@ -132,13 +212,27 @@ class BodyLimit:
             await send(reply)
 
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, guarded_receive, tracking_send)
         except _TooLarge:
             if not started:
                 await send_error(send, 413, message)
+        except _TooSlow:
+            if not started:
+                late = f"The request body did not arrive within {self.timeout:g} s."
+                await send_error(send, 408, late, close=True)
+        except _ClientGone:
+            pass
 
 
 class _TooLarge(Exception):
+    pass
+
+
+class _TooSlow(Exception):
+    pass
+
+
+class _ClientGone(Exception):
     pass
 
 

@@ -25,6 +25,11 @@ class Settings(BaseSettings):
     # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
     # set it to keep the ids when rotating that secret.
     author_id_key: str | None = None
+    # When set, tokens must carry exactly this iss / aud.
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    # Seconds a token may live (exp - iat); tokens must then carry iat. 0: no cap.
+    jwt_max_lifetime: int = Field(default=7 * 24 * 3600, ge=0)
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Production posture: GraphiQL, introspection, field suggestions and the dev token
     # default to off, and a JWT secret and an endpoint are required (see the README).
@@ -35,6 +40,22 @@ class Settings(BaseSettings):
     field_suggestions: bool | None = None
     # Requests whose body is larger are refused (413) before any of it is parsed.
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # Seconds within which the whole body must arrive once its head has; else 408 and the
+    # connection is closed.
+    body_timeout: float = Field(default=30.0, gt=0)
+    # The request head (request line and header fields): refused with 431 past either cap,
+    # while it arrives. 32 KiB is what nginx accepts by default (4 buffers of 8 KiB), room
+    # for a large token, cookies and a GET query, and still parses in microseconds.
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024, le=1024 * 1024)
+    # Browsers send 10-30 fields; Apache's LimitRequestFields default is 100 as well.
+    max_headers: int = Field(default=100, ge=10)
+    # Seconds within which a request head must arrive, counted from the connection, or from
+    # the head's first byte on a kept-alive one; else 408 (or a plain close if nothing came).
+    header_timeout: float = Field(default=10.0, gt=0)
+    # Seconds an idle kept-alive connection stays open.
+    keep_alive_timeout: int = Field(default=5, ge=1)
+    # Open connections (and requests in progress) beyond this are answered 503.
+    max_connections: int = Field(default=1000, ge=1)
     # Points a request may cost (storage queries it could run, see schema.cost).
     max_query_cost: int = Field(default=500, ge=1)
     data_dir: Path = Path(".data")

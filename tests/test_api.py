@@ -321,17 +321,23 @@ def _none_token(claims: dict[str, Any]) -> str:
     return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
 
 
+NOW = int(time.time())
+# Each token below is well formed but for the one thing it tests: it has an iat, so a
+# refusal is never only for lacking one.
+LIVING = {"sub": "ann", "iat": NOW, "exp": NOW + 600}
+
+
 @pytest.mark.parametrize(
     "bad",
     [
         "garbage",
-        _raw({"sub": "ann", "exp": int(time.time()) - 10}),
-        _raw({"sub": "ann", "exp": int(time.time()) + 600}, secret="another-secret-" + "x" * 60),
-        _raw({"sub": "ann", "exp": int(time.time()) + 600}, algorithm="HS512"),
-        _none_token({"sub": "ann", "exp": int(time.time()) + 600}),
-        _raw({"exp": int(time.time()) + 600}),
-        _raw({"sub": "ann"}),
-        _raw({"sub": "ann", "exp": int(time.time()) + 600, "roles": "moderator"}),
+        _raw({**LIVING, "exp": NOW - 10}),
+        _raw(LIVING, secret="another-secret-" + "x" * 60),
+        _raw(LIVING, algorithm="HS512"),
+        _none_token(LIVING),
+        _raw({"iat": NOW, "exp": NOW + 600}),
+        _raw({"sub": "ann", "iat": NOW}),
+        _raw({**LIVING, "roles": "moderator"}),
     ],
     ids=[
         "garbage",
@@ -349,6 +355,57 @@ async def test_bad_tokens_are_unauthenticated(
 ) -> None:
     assert await api.error_code(CREATE, {"input": _input(product_id)}, bad) == "UNAUTHENTICATED"
     assert (await get_counts(table, product_id, None)).total == 0
+
+
+@pytest.mark.parametrize(
+    ("claims", "message"),
+    [
+        pytest.param({**LIVING, "exp": str(NOW + 600)}, "exp claim must be a number", id="exp-str"),
+        pytest.param({**LIVING, "iat": str(NOW)}, "iat claim must be a number", id="iat-str"),
+        pytest.param({**LIVING, "nbf": str(NOW)}, "nbf claim must be a number", id="nbf-str"),
+        pytest.param({**LIVING, "exp": True}, "exp claim must be a number", id="exp-bool"),
+        pytest.param({**LIVING, "exp": float("inf")}, "exp claim must be a number", id="exp-inf"),
+        # 10**12 seconds after 1970: the year 33658.
+        pytest.param({**LIVING, "exp": 10**12}, "lifetime", id="exp-year-33658"),
+        pytest.param({**LIVING, "iat": NOW - 30 * 86400}, "lifetime", id="issued-a-month-ago"),
+        pytest.param({"sub": "ann", "exp": NOW + 600}, "iat", id="no-iat"),
+        pytest.param({**LIVING, "iat": NOW + 3600}, "issued in the future", id="iat-future"),
+    ],
+)
+async def test_token_times_are_numbers_within_the_lifetime_cap(
+    api: Api, table: TableRef, product_id: str, claims: dict[str, Any], message: str
+) -> None:
+    body = await api.gql(CREATE, {"input": _input(product_id)}, _raw(claims))
+    error = body["errors"][0]
+    assert error["extensions"]["code"] == "UNAUTHENTICATED", error
+    assert message in error["message"]
+    assert (await get_counts(table, product_id, None)).total == 0
+
+
+async def test_issuer_and_audience_are_required_when_configured(
+    table: TableRef, product_id: str
+) -> None:
+    expected = {"iss": "https://auth.shop.example", "aud": "comments-api"}
+    async with running_api(
+        table.client, table.name, jwt_issuer=expected["iss"], jwt_audience=expected["aud"]
+    ) as strict:
+        for claims, message in [
+            ({}, "iss"),
+            ({"aud": expected["aud"]}, "iss"),
+            ({"iss": expected["iss"]}, "aud"),
+            ({**expected, "iss": "https://evil.example"}, "issuer"),
+            ({**expected, "aud": "another-api"}, "audience"),
+        ]:
+            body = await strict.gql(
+                CREATE, {"input": _input(product_id)}, _raw({**LIVING, **claims})
+            )
+            error = body["errors"][0]
+            assert error["extensions"]["code"] == "UNAUTHENTICATED", (claims, error)
+            assert message in error["message"], (claims, error)
+        assert (await get_counts(table, product_id, None)).total == 0
+        good = _raw({**LIVING, **expected})
+        created = await strict.data(CREATE, {"input": _input(product_id)}, good)
+        assert created["createComment"]["created"]
 
 
 async def test_leaderboard(api: Api, table: TableRef) -> None:

@@ -1,17 +1,28 @@
 """Production posture and the HTTP guards: IDE, introspection and suggestions off when asked,
-CORS limited to the configured origins, security headers, body limit, GraphQL-shaped refusals."""
+CORS limited to the configured origins, security headers, body limit, GraphQL-shaped refusals;
+and, against a real server process, the limits on request heads, slow clients and clients
+that leave mid-request."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
-from collections.abc import AsyncIterator
+import select
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import IO
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
+from reliability.live import LiveServer, live_server
 from server.settings import Settings
+from storage.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
 
@@ -23,7 +34,7 @@ SHOP = "https://shop.example"
 @pytest.fixture(scope="module")
 async def prod(table: TableRef) -> AsyncIterator[Api]:
     async with running_api(
-        table.client, table.name, production=True, cors_origins=[SHOP]
+        table.client, table.name, production=True, cors_origins=[SHOP], body_timeout=0.5
     ) as running:
         yield running
 
@@ -141,3 +152,234 @@ async def test_a_body_under_the_limit_is_served(api: Api) -> None:
     )
     assert response.status_code == 200
     assert response.json()["data"] == {"__typename": "Query"}
+
+
+# Refusals made before GraphQL runs carry CORS and the request id too, so a browser page can
+# read them. Each request comes from an allowed origin.
+MANY_HEADERS = {f"x-filler-{n}": "1" for n in range(150)}
+BIG_HEADER = {"x-big": "a" * 40_000}
+JSON_TYPE = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "headers", "status"),
+    [
+        pytest.param("POST", "/graphql", b"x" * 2_000_000, JSON_TYPE, 413, id="413-body"),
+        pytest.param("POST", "/graphql", b"{", JSON_TYPE, 400, id="400-bad-json"),
+        pytest.param("PUT", "/graphql", None, {}, 405, id="405-method"),
+        pytest.param("POST", "/graphql/", b"{}", JSON_TYPE, 404, id="404-trailing-slash"),
+        pytest.param(
+            "POST", "/graphql", b"{}", {**MANY_HEADERS, **JSON_TYPE}, 431, id="431-header-count"
+        ),
+        pytest.param(
+            "POST", "/graphql", b"{}", {**BIG_HEADER, **JSON_TYPE}, 431, id="431-head-bytes"
+        ),
+    ],
+)
+async def test_refusals_carry_cors_and_a_request_id(
+    prod: Api, method: str, path: str, body: bytes | None, headers: dict[str, str], status: int
+) -> None:
+    response = await prod.http.request(
+        method, path, content=body, headers={"origin": SHOP, **headers}
+    )
+    assert response.status_code == status, response.text[:200]
+    assert response.headers["access-control-allow-origin"] == SHOP
+    assert "x-request-id" in response.headers["access-control-expose-headers"].lower()
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+
+
+async def test_a_body_that_stalls_gets_408_with_cors(prod: Api) -> None:
+    async def stalling() -> AsyncIterator[bytes]:
+        yield b'{"query": "{ __typ'
+        await asyncio.sleep(30)  # far past BODY_TIMEOUT (0.5 s in this app)
+        yield b'ename }"}'
+
+    response = await prod.http.post(
+        "/graphql", content=stalling(), headers={"origin": SHOP, **JSON_TYPE}
+    )
+    assert response.status_code == 408
+    assert response.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert response.headers["access-control-allow-origin"] == SHOP
+    assert response.headers["connection"] == "close"
+
+
+async def test_a_trailing_slash_never_redirects_to_the_host_header(api: Api) -> None:
+    for method in ("GET", "POST"):
+        response = await api.http.request(
+            method, "/graphql/", json={"query": "{ __typename }"}, headers={"host": "evil.example"}
+        )
+        assert response.status_code == 404
+        assert "location" not in response.headers
+        assert "evil.example" not in response.text
+
+
+# Against a real server process, once per HTTP implementation. Small limits keep the tests
+# fast; the defaults are in server/settings.py.
+LIVE_LIMITS = {
+    "MAX_HEADER_BYTES": "16384",
+    "MAX_HEADERS": "50",
+    "HEADER_TIMEOUT": "1",
+    "BODY_TIMEOUT": "1",
+}
+# How long a test waits for the server before it calls a connection held open: far longer
+# than any of the limits above.
+PATIENCE = 20.0
+
+
+@dataclass
+class Live:
+    server: LiveServer
+    log: IO[bytes]
+
+    def connect(self) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.server.port), timeout=PATIENCE)
+
+    def healthy(self) -> bool:
+        return httpx.get(f"{self.server.base_url}/healthz", timeout=PATIENCE).status_code == 200
+
+    def logged(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def live(request: pytest.FixtureRequest, engine: LocalEngine, table: TableRef) -> Iterator[Live]:
+    with (
+        tempfile.TemporaryFile() as log,
+        live_server(
+            engine.endpoint_url,
+            table.name,
+            SECRET,
+            log=log,
+            UVICORN_HTTP=request.param,
+            **LIVE_LIMITS,
+        ) as server,
+    ):
+        yield Live(server, log)
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes; a reset counts as a close. Fails when
+    the server keeps the connection open past PATIENCE."""
+    received = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return received
+        except TimeoutError:
+            pytest.fail(f"the server held the connection open; it sent {received[:200]!r}")
+        if not chunk:
+            return received
+        received += chunk
+
+
+def test_a_huge_request_head_is_cut_off_long_before_it_ends(live: Live) -> None:
+    total = 64 * 1024 * 1024
+    chunk = b"a" * 65536
+    sent = 0
+    answer = b""
+    with live.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-huge: ")
+        try:
+            while sent < total:
+                sock.sendall(chunk)
+                sent += len(chunk)
+                if select.select([sock], [], [], 0)[0]:
+                    answer = _answer(sock)
+                    break
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed while we were still sending: refused without reading it all
+    assert sent < total // 4, f"the server read {sent} bytes of one header"
+    if answer:
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert live.healthy()
+
+
+def test_a_head_over_the_byte_cap_gets_431(live: Live) -> None:
+    head = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 20_000 + b"\r\n\r\n"
+    with live.connect() as sock:
+        sock.sendall(head)
+        answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert b"server:" not in answer.lower()
+    assert live.healthy()
+
+
+def test_a_head_with_too_many_headers_gets_431(live: Live) -> None:
+    fillers = b"".join(b"x-filler-%d: 1\r\n" % n for n in range(60))
+    with live.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n" + fillers + b"\r\n")
+        answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert live.healthy()
+
+
+def test_heads_under_the_caps_are_served_without_a_server_header(live: Live) -> None:
+    fillers = b"".join(b"x-filler-%d: 1\r\n" % n for n in range(40))
+    big = b"x-big: " + b"a" * 12_000 + b"\r\n"
+    with live.connect() as sock:
+        sock.sendall(
+            b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n" + fillers + big + b"\r\n"
+        )
+        answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+    assert b"\r\nserver:" not in answer.lower()
+
+
+def test_a_body_read_with_its_head_does_not_count_as_head(live: Live) -> None:
+    body = b'{"query": "{ __typename }", "pad": "' + b"x" * 200_000 + b'"}'
+    with live.connect() as sock:
+        sock.sendall(
+            b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n" % len(body) + body
+        )
+        answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+    assert b'"__typename":"Query"' in answer
+
+
+def test_pipelined_heads_are_counted_one_by_one(live: Live) -> None:
+    # 100 small requests in one write: together far over the head cap, each well under it.
+    one = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-pad: " + b"p" * 200 + b"\r\n\r\n"
+    last = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+    with live.connect() as sock:
+        sock.sendall(one * 99 + last)
+        answer = _answer(sock)
+    assert answer.count(b"HTTP/1.1 200 ") == 100, answer[-300:]
+
+
+@pytest.mark.parametrize(
+    "sent", [b"", b"GET /healthz HTTP/1.1\r\nhost: x\r\n"], ids=["nothing", "half-a-head"]
+)
+def test_a_head_that_never_completes_is_closed(live: Live, sent: bytes) -> None:
+    with live.connect() as sock:
+        sock.sendall(sent)
+        answer = _answer(sock)
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert live.healthy()
+
+
+def test_a_body_that_stalls_is_refused_and_closed(live: Live) -> None:
+    with live.connect() as sock:
+        sock.sendall(
+            b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: 100\r\n\r\n" + b'{"query": "'
+        )
+        answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert live.healthy()
+
+
+def test_a_client_leaving_mid_body_is_a_quiet_end(live: Live) -> None:
+    for _ in range(3):
+        with live.connect() as sock:
+            sock.sendall(
+                b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"content-length: 1000\r\n\r\n" + b'{"query": "{ __typename'
+            )
+    # /healthz is answered after the server saw those connections close.
+    assert live.healthy()
+    logged = live.logged()
+    assert "Traceback" not in logged
+    assert not re.search(r"\bERROR\b", logged), logged[-3000:]
