@@ -226,7 +226,13 @@ def _valid(name: str, data: st.DataObject, known: Known) -> ValueNode | None:
     if name in ("after", "before"):
         return NullValueNode()
     if name == "body":
-        return _string(data.draw(st.text(min_size=1, max_size=50).filter(str.strip)))
+        # Letters, digits, punctuation and spaces: always acceptable (the unsteered half
+        # tries the rest: controls, bidi overrides, invisible-only texts).
+        visible = st.characters(categories=["L", "N", "P", "Zs"])
+        return _string(data.draw(st.text(visible, min_size=1, max_size=50).filter(str.strip)))
+    if name == "idempotencyKey":
+        # A fresh key: a reused one names another request and is refused, by design.
+        return _string(data.draw(st.uuids()).hex)
     if name == "title":
         return _string(data.draw(st.text(max_size=40)))
     return None
