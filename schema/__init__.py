@@ -21,7 +21,7 @@ from strawberry.types import ExecutionContext
 from schema.comment import Comment
 from schema.cost import cost_limit
 from schema.errors import StorageReport, with_codes
-from schema.limits import alias_limit, depth_limit
+from schema.limits import ListLimit, alias_limit, depth_limit, size_limit
 from schema.mutation import Mutation
 from schema.product import Product
 from schema.query import Query
@@ -34,6 +34,8 @@ class SchemaOptions:
     max_aliases: int = 30
     max_tokens: int = 2000
     max_cost: int = 500
+    # Fields an operation may expand to with its fragments written out.
+    max_fields: int = 2000
     introspection: bool = True
     caches: bool = True
 
@@ -52,7 +54,12 @@ def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
     # Extensions are made per request (classes or factories); the parser and validation
     # caches live at module level, and the rule classes are made once here so that the
     # validation cache recognises them.
-    rules = [depth_limit(options.max_depth), alias_limit(options.max_aliases)]
+    rules = [
+        depth_limit(options.max_depth),
+        size_limit(options.max_fields),
+        alias_limit(options.max_aliases),
+        ListLimit,
+    ]
     extensions: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
         StorageReport,
         lambda: MaxTokensLimiter(max_token_count=options.max_tokens),
