@@ -9,6 +9,7 @@ from graphql import parse
 
 from schema import build_schema
 from schema.cost import estimate
+from storage.metering import CallBudgetExceeded, Meter
 from storage.table import TableRef
 from tests.api_helpers import Api, running_api
 
@@ -129,3 +130,13 @@ async def test_the_budget_is_configured(table: TableRef, product_id: str) -> Non
         body = await small.gql(query, {"p": product_id})
     assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
     assert body["errors"][0]["extensions"]["cost"] == 2
+
+
+def test_the_meter_refuses_calls_beyond_its_budget() -> None:
+    meter = Meter(budget=2)
+    meter.admit("query")
+    meter.admit("query")
+    with pytest.raises(CallBudgetExceeded):
+        meter.admit("get_item")
+    assert (meter.started, meter.refused) == (2, 1)
+    Meter().admit("query")  # no budget: no limit
