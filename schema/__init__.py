@@ -19,7 +19,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from schema.comment import Comment
-from schema.cost import cost_limit
+from schema.cost import MAX_NODES, cost_limit
 from schema.errors import StorageReport, with_codes
 from schema.limits import ListLimit, alias_limit, depth_limit, size_limit
 from schema.mutation import Mutation
@@ -34,6 +34,8 @@ class SchemaOptions:
     max_aliases: int = 30
     max_tokens: int = 2000
     max_cost: int = 500
+    # Objects a response may hold (schema.cost); MAX_RESPONSE_NODES in the settings.
+    max_nodes: int = MAX_NODES
     # Fields an operation may expand to with its fragments written out.
     max_fields: int = 2000
     introspection: bool = True
@@ -64,7 +66,7 @@ def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
         StorageReport,
         lambda: MaxTokensLimiter(max_token_count=options.max_tokens),
         lambda: AddValidationRules(rules),
-        cost_limit(options.max_cost),
+        cost_limit(options.max_cost, options.max_nodes),
     ]
     if options.caches:
         extensions += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
