@@ -11,13 +11,12 @@ from strawberry.extensions import (
     AddValidationRules,
     DisableIntrospection,
     MaxTokensLimiter,
-    ParserCache,
     SchemaExtension,
-    ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from schema.caches import DocumentCaches
 from schema.comment import Comment
 from schema.cost import MAX_NODES, cost_limit
 from schema.errors import StorageReport, with_codes
@@ -52,10 +51,14 @@ class CommentsSchema(strawberry.Schema):
         return None
 
 
-def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
+def build_schema(
+    options: SchemaOptions = SchemaOptions(), *, caches: DocumentCaches | None = None
+) -> CommentsSchema:
+    """The schema with its limits; ``caches`` replaces the default parser and validation
+    caches (with ``options.caches`` off there are none)."""
     # Extensions are made per request (classes or factories); the parser and validation
-    # caches live at module level, and the rule classes are made once here so that the
-    # validation cache recognises them.
+    # caches live as long as the schema, and the rule classes are made once here so that
+    # the validation cache recognises them.
     rules = [
         depth_limit(options.max_depth),
         size_limit(options.max_fields),
@@ -69,7 +72,7 @@ def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
         cost_limit(options.max_cost, options.max_nodes),
     ]
     if options.caches:
-        extensions += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
+        extensions += (caches or DocumentCaches()).extensions()
     if not options.introspection:
         extensions.append(DisableIntrospection)
     return CommentsSchema(
