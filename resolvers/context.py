@@ -9,9 +9,9 @@ from typing import TypeVar
 
 from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key
-from resolvers.errors import StorageUnavailable
+from resolvers.errors import QueryTooComplex, StorageUnavailable
 from resolvers.loaders import Loaders
-from storage.metering import Meter, MeteredClient
+from storage.metering import CallBudgetExceeded, Meter, MeteredClient
 from storage.planner import DEFAULT_TUNING, Tuning
 from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, WriteLimits
@@ -41,12 +41,21 @@ class Context:
         return authenticate(self.authorization, self.tokens)
 
     async def storage(self, call: Awaitable[T]) -> T:
-        """Await a storage call within the request's deadline."""
+        """Await a storage call within the request's deadline and call budget."""
         try:
             async with asyncio.timeout_at(self.deadline):
                 return await call
         except TimeoutError as exc:
             raise StorageUnavailable("storage did not answer in time; retry") from exc
+        except CallBudgetExceeded as exc:
+            raise QueryTooComplex(
+                "This request has made the storage calls its estimated cost allows; this "
+                "field was not read. Ask for smaller pages or fewer products per request."
+            ) from exc
+
+    def limit_storage_calls(self, budget: int) -> None:
+        """Allow this request at most ``budget`` storage calls (its accepted cost)."""
+        self.meter.budget = budget
 
 
 def make_context(

@@ -11,17 +11,16 @@ from strawberry.extensions import (
     AddValidationRules,
     DisableIntrospection,
     MaxTokensLimiter,
-    ParserCache,
     SchemaExtension,
-    ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from schema.caches import DocumentCaches
 from schema.comment import Comment
-from schema.cost import cost_limit
+from schema.cost import MAX_NODES, cost_limit
 from schema.errors import StorageReport, with_codes
-from schema.limits import alias_limit, depth_limit
+from schema.limits import ListLimit, alias_limit, depth_limit, size_limit
 from schema.mutation import Mutation
 from schema.product import Product
 from schema.query import Query
@@ -34,6 +33,10 @@ class SchemaOptions:
     max_aliases: int = 30
     max_tokens: int = 2000
     max_cost: int = 500
+    # Objects a response may hold (schema.cost); MAX_RESPONSE_NODES in the settings.
+    max_nodes: int = MAX_NODES
+    # Fields an operation may expand to with its fragments written out.
+    max_fields: int = 2000
     introspection: bool = True
     caches: bool = True
 
@@ -48,19 +51,28 @@ class CommentsSchema(strawberry.Schema):
         return None
 
 
-def build_schema(options: SchemaOptions = SchemaOptions()) -> CommentsSchema:
+def build_schema(
+    options: SchemaOptions = SchemaOptions(), *, caches: DocumentCaches | None = None
+) -> CommentsSchema:
+    """The schema with its limits; ``caches`` replaces the default parser and validation
+    caches (with ``options.caches`` off there are none)."""
     # Extensions are made per request (classes or factories); the parser and validation
-    # caches live at module level, and the rule classes are made once here so that the
-    # validation cache recognises them.
-    rules = [depth_limit(options.max_depth), alias_limit(options.max_aliases)]
+    # caches live as long as the schema, and the rule classes are made once here so that
+    # the validation cache recognises them.
+    rules = [
+        depth_limit(options.max_depth),
+        size_limit(options.max_fields),
+        alias_limit(options.max_aliases),
+        ListLimit,
+    ]
     extensions: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
         StorageReport,
         lambda: MaxTokensLimiter(max_token_count=options.max_tokens),
         lambda: AddValidationRules(rules),
-        cost_limit(options.max_cost),
+        cost_limit(options.max_cost, options.max_nodes),
     ]
     if options.caches:
-        extensions += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
+        extensions += (caches or DocumentCaches()).extensions()
     if not options.introspection:
         extensions.append(DisableIntrospection)
     return CommentsSchema(

@@ -1,26 +1,43 @@
-"""What a request may cost, estimated before it runs, GitHub-style.
+"""What a request may cost, estimated before it runs, GitHub-style; refused over budget.
 
-A point is one storage query (or one key of a batched read) the request could make. Each
-field that reads storage costs its queries times the number of times it can run, which is
-the product of the page sizes and list lengths above it:
+Two budgets. A *point* is one storage call the request could make; a *node* is one object
+its response could hold. Each field that reads storage costs its calls times the number of
+times it can run, which is the product of the page sizes and list lengths above it:
 
     Query.node, Query.comment            1
     Query.nodes(ids)                     len(ids); fields below run len(ids) times
     Query.topProducts(first)             1; fields below run `first` times
     Product.stats, .lastCommentedAt      1
-    Product.comments(ratings, first)     1 (the counters) + one query per requested rating
-                                         (1 when no filter); fields below run page-size times
-    Mutation.createComment / delete      2 (the transaction and the reads around it)
+    Product.comments(ratings, first)     1 (the counters) + the page's queries: one partition
+                                         (no filter, one rating) is read in one round, a
+                                         fan-out or filtered read in two (the top-ups), one
+                                         query per rating each; each query takes one call
+                                         per ITEMS_PER_RESPONSE items of the page, as
+                                         DynamoDB ends a response at 1 MB. Fields below run
+                                         page-size times.
+    Mutation.createComment / delete      MUTATION_STORAGE_CALLS
 
-The figure is an upper bound: the planner may skip empty ratings and the loaders batch keys,
-so an accepted request usually costs less. Fragments count for every type they could apply
-to; @skip and @include are ignored. Variables are coerced first; when they do not coerce the
-estimate is left to execution, which reports the error.
+Nodes count every object of the response (a connection, each edge, each comment...), with
+list fields at their longest; an object that selects one field under several aliases counts
+once per copy. A response is therefore at most nodes x the largest object (a comment).
+
+The estimate is total: every document that reaches execution gets a number. A field whose
+arguments cannot be read (execution will fail it) is priced at its worst case; invalid page
+arguments at PAGE_SIZE_MAX, with the page size read through storage's own function. When
+the operation cannot be determined (several without an operationName) or the variables do
+not coerce, the request is refused before execution. The figure is an upper bound: the
+planner skips empty ratings and the loaders batch keys, so requests usually cost less. It
+is also enforced: an accepted request carries its estimate as a budget of storage calls
+(see storage.metering), and a call beyond it fails its field with QUERY_TOO_COMPLEX.
+Fragments count for every type they could apply to (the largest when a field's type is
+abstract); @skip and @include are ignored.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Generator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,63 +52,161 @@ from graphql import (
     GraphQLInterfaceType,
     GraphQLObjectType,
     GraphQLSchema,
+    GraphQLUnionType,
     InlineFragmentNode,
+    OperationDefinitionNode,
     SelectionSetNode,
     get_named_type,
 )
 from graphql.execution.values import VariableValues, get_argument_values, get_variable_values
-from graphql.utilities import get_operation_ast
 from strawberry.extensions import SchemaExtension
+from strawberry.types import ExecutionContext
 
-DEFAULT_PAGE = 20
-ALL_RATINGS = 5
+from resolvers.context import Context
+from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
+from storage import keys
+from storage.errors import InvalidInput
+from storage.model import AUTHOR_MAX, BODY_MAX, PAGE_SIZE_MAX, TITLE_MAX, relay_page_size
+from storage.writes import MAX_WRITE_CALLS
+
+# The write path makes at most this many storage calls for one createComment or
+# deleteComment, retries included (a guarantee of storage.writes).
+MUTATION_STORAGE_CALLS = MAX_WRITE_CALLS
+# DynamoDB ends a Query response at 1 MB of items, so a page of large comments takes
+# several calls. The largest comment item: its texts at 4 UTF-8 bytes a character, plus
+# under 2 KiB of ids, keys and attribute names.
+RESPONSE_BYTES = 1024 * 1024
+ITEM_BYTES_MAX = 4 * (BODY_MAX + TITLE_MAX + 2 * AUTHOR_MAX) + 2048
+ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
+# A fan-out or filtered read: the first round, then the top-ups of storage.executor.
+ROUNDS = 2
+# Naming all five ratings is no filter, so a fan-out reads at most four partitions.
+FAN_OUT_MAX = len(keys.RATINGS) - 1
+# The longest leaderboard storage.reads.leaderboard returns.
+TOP_MAX = 100
+# Objects a response may hold by default (see the README: a page of 100 comments with
+# edges, nodes and each comment's product is about 400).
+MAX_NODES = 1000
+
+Args = Mapping[str, Any] | None  # None: the arguments could not be read
+
+
+@dataclass(frozen=True, slots=True)
+class Lengths:
+    """List lengths below a comments field: its page and the queries its plan lists."""
+
+    page: int
+    queries: int
+
+
+def _page_calls(size: int) -> int:
+    """Calls to read a page of ``size`` (and one more item) from one partition."""
+    return -(-(size + 1) // ITEMS_PER_RESPONSE)
+
+
+# Outside any comments field; a connection can only be reached through one.
+WORST = Lengths(PAGE_SIZE_MAX, ROUNDS * FAN_OUT_MAX * _page_calls(PAGE_SIZE_MAX))
 
 
 @dataclass(frozen=True, slots=True)
 class FieldCost:
-    points: int  # storage queries of one execution of the field
-    fan: int = 1  # how many times each field below it runs per execution
+    points: int = 0  # storage calls of one execution of the field
+    items: int = 1  # values one execution returns (a list's length)
+    lengths: Lengths | None = None  # list lengths below it, when it sets new ones
 
 
-def _page_size(args: Mapping[str, Any]) -> int:
-    for name in ("first", "last"):
-        value = args.get(name)
-        if isinstance(value, int):
-            return max(value, 0)
-    return DEFAULT_PAGE
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    points: int  # storage calls the request may make
+    nodes: int  # objects its response may hold
 
 
-def _comments(args: Mapping[str, Any]) -> FieldCost:
-    ratings = args.get("ratings") or []
-    width = len({r for r in ratings if isinstance(r, int)})
-    queries = 1 if width in (0, ALL_RATINGS) else width
-    return FieldCost(1 + queries, _page_size(args))
+class Refusal(Exception):
+    """The request must not run; the errors say why."""
+
+    def __init__(self, *errors: GraphQLError) -> None:
+        super().__init__(errors[0].message)
+        self.errors = list(errors)
 
 
-def _nodes(args: Mapping[str, Any]) -> FieldCost:
-    count = len(args.get("ids") or [])
+def _comments(args: Args, _: Lengths) -> FieldCost:
+    # Arguments execution will refuse (or could not read) are priced at their worst case.
+    size, width = PAGE_SIZE_MAX, FAN_OUT_MAX
+    if args is not None:
+        with suppress(InvalidInput):
+            size = relay_page_size(
+                args.get("first"), args.get("after"), args.get("last"), args.get("before")
+            )
+        with suppress(InvalidInput):
+            ratings = keys.validate_ratings(args.get("ratings"))
+            width = 0 if ratings is None else len(ratings)
+    queries = 0
+    if size > 0:
+        queries = _page_calls(size) * (1 if width <= 1 else ROUNDS * width)
+    return FieldCost(1 + queries, 1, Lengths(size, queries))
+
+
+def _nodes(args: Args, _: Lengths) -> FieldCost:
+    ids = None if args is None else args.get("ids")
+    count = len(ids) if isinstance(ids, list) else LIST_CAPS[("Query", "nodes", "ids")]
     return FieldCost(count, count)
 
 
-def _top(args: Mapping[str, Any]) -> FieldCost:
-    first = args.get("first")
-    return FieldCost(1, max(first, 0) if isinstance(first, int) else 0)
+def _top(args: Args, _: Lengths) -> FieldCost:
+    first = None if args is None else args.get("first")
+    if isinstance(first, int) and 1 <= first <= TOP_MAX:
+        return FieldCost(1, first)
+    return FieldCost(1, TOP_MAX)  # storage refuses it; the worst case stands
 
 
-RULES: dict[tuple[str, str], Callable[[Mapping[str, Any]], FieldCost]] = {
-    ("Query", "node"): lambda _: FieldCost(1),
-    ("Query", "comment"): lambda _: FieldCost(1),
+def _calls(points: int) -> Callable[[Args, Lengths], FieldCost]:
+    return lambda _args, _lengths: FieldCost(points)
+
+
+def _length(measure: Callable[[Lengths], int]) -> Callable[[Args, Lengths], FieldCost]:
+    return lambda _args, lengths: FieldCost(0, measure(lengths))
+
+
+# Every field that reads storage, and every list field (a test checks the schema has no
+# other): the rest cost nothing and return one value.
+RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
+    ("Query", "node"): _calls(1),
+    ("Query", "comment"): _calls(1),
     ("Query", "nodes"): _nodes,
     ("Query", "topProducts"): _top,
-    ("Product", "stats"): lambda _: FieldCost(1),
-    ("Product", "lastCommentedAt"): lambda _: FieldCost(1),
+    ("Product", "stats"): _calls(1),
+    ("Product", "lastCommentedAt"): _calls(1),
     ("Product", "comments"): _comments,
-    ("Mutation", "createComment"): lambda _: FieldCost(2),
-    ("Mutation", "deleteComment"): lambda _: FieldCost(2),
+    ("Mutation", "createComment"): _calls(MUTATION_STORAGE_CALLS),
+    ("Mutation", "deleteComment"): _calls(MUTATION_STORAGE_CALLS),
+    ("CommentConnection", "edges"): _length(lambda lengths: lengths.page),
+    ("CommentConnection", "nodes"): _length(lambda lengths: lengths.page),
+    ("QueryPlan", "queries"): _length(lambda lengths: lengths.queries),
+    ("QueryPlan", "skippedRatings"): _length(lambda _: len(keys.RATINGS)),
+    ("RatingStats", "histogram"): _length(lambda _: len(keys.RATINGS)),
 }
 
 
-class _Estimator:
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    points: int
+    nodes: int
+    # (response key, field name) of the leaf fields selected on the object.
+    leaves: frozenset[tuple[str, str]]
+
+
+_NOTHING = _Tally(0, 0, frozenset())
+Composite = GraphQLObjectType | GraphQLInterfaceType | GraphQLUnionType
+
+
+def _copies(leaves: frozenset[tuple[str, str]]) -> int:
+    """How many times an object renders its most repeated field (aliases), at least once."""
+    return max(Counter(name for _, name in leaves).values(), default=1)
+
+
+class Estimator:
+    """Walks an operation once; each fragment once per (object type, list lengths)."""
+
     def __init__(
         self,
         schema: GraphQLSchema,
@@ -101,104 +216,217 @@ class _Estimator:
         self.schema = schema
         self.fragments = fragments
         self.variables = variables
+        self.memo: dict[tuple[str, str, Lengths], _Tally] = {}
+        # How often each fragment's selections were walked; tests read it.
+        self.walks: Counter[str] = Counter()
 
     def selection_set(
-        self, parent: GraphQLObjectType | GraphQLInterfaceType, node: SelectionSetNode
-    ) -> int:
-        total = 0
+        self, parent: GraphQLObjectType, node: SelectionSetNode, lengths: Lengths
+    ) -> _Tally:
+        points = nodes = 0
+        leaves: set[tuple[str, str]] = set()
         for selection in node.selections:
+            tally = _NOTHING
             if isinstance(selection, FieldNode):
-                total += self.field(parent, selection)
+                tally = self.field(parent, selection, lengths)
             elif isinstance(selection, InlineFragmentNode):
                 condition = selection.type_condition
-                target = parent if condition is None else self._type(condition.name.value)
-                if target is not None:
-                    total += self.selection_set(target, selection.selection_set)
+                if condition is None or self._applies(condition.name.value, parent):
+                    tally = self.selection_set(parent, selection.selection_set, lengths)
             elif isinstance(selection, FragmentSpreadNode):
-                fragment = self.fragments.get(selection.name.value)
-                target = (
-                    None if fragment is None else self._type(fragment.type_condition.name.value)
-                )
-                if fragment is not None and target is not None:
-                    # Validation has already refused fragment cycles.
-                    total += self.selection_set(target, fragment.selection_set)
-        return total
+                tally = self.fragment(selection.name.value, parent, lengths)
+            points += tally.points
+            nodes += tally.nodes
+            leaves |= tally.leaves
+        return _Tally(points, nodes, frozenset(leaves))
 
-    def field(self, parent: GraphQLObjectType | GraphQLInterfaceType, node: FieldNode) -> int:
+    def fragment(self, name: str, parent: GraphQLObjectType, lengths: Lengths) -> _Tally:
+        key = (name, parent.name, lengths)
+        found = self.memo.get(key)
+        if found is not None:
+            return found
+        self.memo[key] = _NOTHING  # validation has refused cycles; this ends one anyway
+        definition = self.fragments.get(name)
+        tally = _NOTHING
+        if definition is not None and self._applies(definition.type_condition.name.value, parent):
+            self.walks[name] += 1
+            tally = self.selection_set(parent, definition.selection_set, lengths)
+        self.memo[key] = tally
+        return tally
+
+    def field(self, parent: GraphQLObjectType, node: FieldNode, lengths: Lengths) -> _Tally:
         name = node.name.value
+        leaf = frozenset({(node.alias.value if node.alias else name, name)})
         definition: GraphQLField | None = parent.fields.get(name)
         if definition is None:
-            return 0  # __typename and introspection
+            return _Tally(0, 0, leaf)  # __typename and introspection
         rule = RULES.get((parent.name, name))
-        cost = FieldCost(0)
-        if rule is not None:
-            cost = rule(get_argument_values(definition, node, self.variables))
-        below = 0
+        cost = FieldCost() if rule is None else rule(self.arguments(parent, node), lengths)
         named = get_named_type(definition.type)
-        if node.selection_set is not None and isinstance(
-            named, GraphQLObjectType | GraphQLInterfaceType
-        ):
-            below = self.selection_set(named, node.selection_set)
-        return cost.points + cost.fan * below
+        if node.selection_set is None or not isinstance(named, Composite):
+            return _Tally(cost.points, 0, leaf)
+        below = cost.lengths or lengths
+        points = objects = 0
+        for runtime in self._possible(named):
+            inner = self.selection_set(runtime, node.selection_set, below)
+            points = max(points, inner.points)
+            objects = max(objects, _copies(inner.leaves) + inner.nodes)
+        return _Tally(cost.points + cost.items * points, cost.items * objects, frozenset())
 
-    def _type(self, name: str) -> GraphQLObjectType | GraphQLInterfaceType | None:
-        found = self.schema.get_type(name)
-        return found if isinstance(found, GraphQLObjectType | GraphQLInterfaceType) else None
+    def arguments(self, parent: GraphQLObjectType, node: FieldNode) -> Args:
+        """The field's coerced arguments; None when they do not coerce (execution will fail
+        the field, and its worst case is priced). Lists longer than their cap refuse."""
+        definition = parent.fields[node.name.value]
+        if not definition.args:
+            return {}
+        try:
+            values = get_argument_values(definition, node, self.variables)
+        except GraphQLError:
+            return None
+        for argument, value in values.items():
+            cap = list_cap(parent.name, node.name.value, argument)
+            if isinstance(value, list) and len(value) > cap:
+                error = list_too_long(f"The list given to {argument}", len(value), cap)
+                raise Refusal(GraphQLError(error.message, node, extensions=error.extensions))
+        return values
+
+    def _possible(self, named: Composite) -> list[GraphQLObjectType]:
+        if isinstance(named, GraphQLObjectType):
+            return [named]
+        return list(self.schema.get_possible_types(named))
+
+    def _applies(self, condition: str, parent: GraphQLObjectType) -> bool:
+        target = self.schema.get_type(condition)
+        if target is parent:
+            return True
+        if isinstance(target, GraphQLInterfaceType | GraphQLUnionType):
+            return self.schema.is_sub_type(target, parent)
+        return False
+
+
+def _bad_input(message: str) -> GraphQLError:
+    return GraphQLError(message, extensions={"code": "BAD_USER_INPUT"})
+
+
+def select_operation(document: DocumentNode, name: str | None) -> OperationDefinitionNode:
+    """The operation a request runs: the one named, or the only one (GraphQL over HTTP:
+    several operations without an operationName is a request error)."""
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if name is None:
+        if len(operations) == 1:
+            return operations[0]
+        raise Refusal(
+            _bad_input(
+                f"The document has {len(operations)} operations; "
+                "name the one to run in operationName."
+            )
+        )
+    for operation in operations:
+        if operation.name is not None and operation.name.value == name:
+            return operation
+    raise Refusal(_bad_input("The document has no operation of the name in operationName."))
 
 
 def estimate(
     schema: GraphQLSchema,
     document: DocumentNode,
     operation_name: str | None,
-    variables: dict[str, Any] | None,
-) -> int | None:
-    """Upper bound of the storage queries the operation may run; None when it cannot run."""
-    operation = get_operation_ast(document, operation_name)
-    if operation is None:
-        return None
+    variables: object,
+) -> Estimate:
+    """Upper bounds of the storage calls the operation may make and of the objects its
+    response may hold. Raises Refusal when the request must not run at all."""
+    operation = select_operation(document, operation_name)
     root = schema.get_root_type(operation.operation)
     if root is None:
-        return None
-    coerced = get_variable_values(schema, operation.variable_definitions or (), variables or {})
+        raise Refusal(_bad_input(f"This API has no {operation.operation.value} operations."))
+    if variables is None:
+        variables = {}
+    if not isinstance(variables, dict):
+        raise Refusal(_bad_input("The variables must be a JSON object."))
+    too_large = check_variable_sizes(variables)
+    if too_large is not None:
+        raise Refusal(too_large)
+    coerced = get_variable_values(schema, operation.variable_definitions or (), variables)
     if isinstance(coerced, list):
-        return None
+        raise Refusal(*coerced)
     fragments = {
         d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
     }
-    try:
-        return _Estimator(schema, fragments, coerced).selection_set(root, operation.selection_set)
-    except GraphQLError:
-        return None  # a bad argument value: execution reports it
+    tally = Estimator(schema, fragments, coerced).selection_set(
+        root, operation.selection_set, WORST
+    )
+    return Estimate(tally.points, tally.nodes)
 
 
-def cost_limit(budget: int) -> Callable[[], SchemaExtension]:
-    """An extension that refuses requests costing more than ``budget`` points with
-    QUERY_TOO_COMPLEX and reports the cost of every accepted one in ``extensions.cost``."""
+def over_budget(found: Estimate, budget: int, max_nodes: int) -> GraphQLError | None:
+    if found.points > budget:
+        return GraphQLError(
+            f"The query could cost {found.points} points; at most {budget} are allowed. "
+            "Ask for smaller pages or fewer products per request.",
+            extensions={"code": "QUERY_TOO_COMPLEX", "cost": found.points, "budget": budget},
+        )
+    if found.nodes > max_nodes:
+        return GraphQLError(
+            f"The response could hold {found.nodes} objects; at most {max_nodes} are "
+            "allowed. Ask for smaller pages or fewer nested lists.",
+            extensions={
+                "code": "QUERY_TOO_COMPLEX",
+                "nodes": found.nodes,
+                "nodeBudget": max_nodes,
+            },
+        )
+    return None
+
+
+def provided_operation_name(context: ExecutionContext) -> str | None:
+    """The operationName of the request itself. Strawberry's ``operation_name`` falls back to
+    the first operation's name when the request gave none, which would run the first of
+    several operations."""
+    name = getattr(context, "_provided_operation_name", None)
+    return name if isinstance(name, str) else None
+
+
+def cost_limit(budget: int, max_nodes: int = MAX_NODES) -> Callable[[], SchemaExtension]:
+    """An extension that refuses requests costing more than ``budget`` points or holding more
+    than ``max_nodes`` objects with QUERY_TOO_COMPLEX, refuses requests that must not run,
+    hands the accepted cost to the request's storage meter as its budget of calls, and
+    reports it in ``extensions.cost``."""
 
     class CostLimit(SchemaExtension):
-        cost: int | None = None
+        found: Estimate | None = None
 
         def on_execute(self) -> Generator[None, None, None]:
             context = self.execution_context
-            if context.graphql_document is not None:
-                self.cost = estimate(
+            document = context.graphql_document
+            try:
+                if document is None:
+                    raise Refusal(_bad_input("The request has no document."))
+                found = self.found = estimate(
                     context.schema._schema,
-                    context.graphql_document,
-                    context.operation_name,
+                    document,
+                    provided_operation_name(context),
                     context.variables,
                 )
-            if self.cost is not None and self.cost > budget:
-                error = GraphQLError(
-                    f"The query could cost {self.cost} points; at most {budget} are allowed. "
-                    "Ask for smaller pages or fewer products per request.",
-                    extensions={"code": "QUERY_TOO_COMPLEX", "cost": self.cost, "budget": budget},
-                )
-                context.result = ExecutionResult(data=None, errors=[error])
+                error = over_budget(found, budget, max_nodes)
+                if error is not None:
+                    raise Refusal(error)
+            except Refusal as refusal:
+                context.result = ExecutionResult(data=None, errors=refusal.errors)
+            else:
+                if isinstance(context.context, Context):
+                    context.context.limit_storage_calls(found.points)
             yield
 
         def get_results(self) -> dict[str, Any]:
-            if self.cost is None:
+            if self.found is None:
                 return {}
-            return {"cost": {"requested": self.cost, "budget": budget}}
+            return {
+                "cost": {
+                    "requested": self.found.points,
+                    "budget": budget,
+                    "nodes": self.found.nodes,
+                    "nodeBudget": max_nodes,
+                }
+            }
 
     return CostLimit

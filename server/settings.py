@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     max_connections: int = Field(default=1000, ge=1)
     # Points a request may cost (storage queries it could run, see schema.cost).
     max_query_cost: int = Field(default=500, ge=1)
+    max_response_nodes: int = Field(default=1000, ge=1)  # objects a response may hold
     data_dir: Path = Path(".data")
     # Every storage call of one request must finish within this many seconds.
     storage_timeout: float = Field(default=5.0, gt=0)

@@ -2,6 +2,8 @@
 
 ``MeteredClient`` wraps the application's client for one request. It asks DynamoDB to
 return consumed capacity on every call that can report it and adds it up in a ``Meter``.
+A meter may carry a budget of calls (the API's accepted cost estimate): a call that would
+exceed it is not made, and raises ``CallBudgetExceeded`` instead.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage.errors import StorageError
 from storage.types import DynamoClient, Response
 from storage.wrapping import ClientWrapper
 
@@ -27,12 +30,33 @@ _CAPACITY_CALLS = frozenset(
 )
 
 
+class CallBudgetExceeded(StorageError):
+    """The request has made every storage call its budget allows; this one was not made."""
+
+
 @dataclass(slots=True)
 class Meter:
     calls: dict[str, int] = field(default_factory=dict)
     items_read: int = 0
     read_capacity: float = 0.0
     write_capacity: float = 0.0
+    # Calls the request may make in all; None: no limit.
+    budget: int | None = None
+    # Calls let through (counted when they start, so concurrent calls cannot all slip
+    # under the budget) and calls refused.
+    started: int = 0
+    refused: int = 0
+
+    def admit(self, operation: str) -> None:
+        """Count a call about to start, or raise CallBudgetExceeded if it would exceed the
+        budget."""
+        if self.budget is not None and self.started >= self.budget:
+            self.refused += 1
+            raise CallBudgetExceeded(
+                f"{operation} refused: the request has made the {self.budget} storage calls "
+                "its budget allows"
+            )
+        self.started += 1
 
     @property
     def total_calls(self) -> int:
@@ -66,6 +90,7 @@ class Meter:
             "itemsRead": self.items_read,
             "readCapacityUnits": round(self.read_capacity, 3),
             "writeCapacityUnits": round(self.write_capacity, 3),
+            "refusedCalls": self.refused,
         }
 
 
@@ -77,6 +102,7 @@ class MeteredClient(ClientWrapper):
         self.meter = meter
 
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        self.meter.admit(operation)
         if operation in _CAPACITY_CALLS:
             kwargs.setdefault("ReturnConsumedCapacity", "TOTAL")
         response = await super()._call(operation, kwargs)

@@ -1,37 +1,61 @@
-"""Cost limits: the estimate as a table, and refusal before anything is read."""
+"""Cost limits: the estimate as a table, refusal before anything is read, and the accepted
+estimate enforced while the request runs."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
-from graphql import parse
+from graphql import GraphQLList, GraphQLObjectType, get_nullable_type, parse
 
 from schema import build_schema
-from schema.cost import estimate
+from schema.cost import (
+    ITEMS_PER_RESPONSE,
+    MUTATION_STORAGE_CALLS,
+    RULES,
+    Estimate,
+    Refusal,
+    estimate,
+)
+from storage.metering import CallBudgetExceeded, Meter
+from storage.model import NewComment
 from storage.table import TableRef
+from storage.types import Response
+from storage.wrapping import ClientWrapper
 from tests.api_helpers import Api, running_api
+from tests.helpers import create_many, stamp
 
 SCHEMA = build_schema()._schema
 
 
+def gid(type_name: str, node_id: str) -> str:
+    return base64.b64encode(f"{type_name}:{node_id}".encode()).decode()
+
+
 @pytest.mark.parametrize(
-    ("query", "variables", "expected"),
+    ("query", "variables", "points", "nodes"),
     [
-        # No storage at all.
-        ('{ product(productId: "p") { productId } }', None, 0),
-        ("{ __typename }", None, 0),
+        # No storage at all; the product is one object.
+        ('{ product(productId: "p") { productId } }', None, 0, 1),
+        ("{ __typename }", None, 0, 0),
         # Counters: one read.
-        ('{ product(productId: "p") { stats { total } } }', None, 1),
-        # A page with no filter: counters + one query; fields of the page cost nothing.
-        ('{ product(productId: "p") { comments { nodes { body } } } }', None, 2),
-        # Three ratings: counters + three queries.
-        ('{ product(productId: "p") { comments(ratings: [1, 2, 5]) { totalCount } } }', None, 4),
-        # Repeated ratings count once; all five is no filter.
-        ('{ product(productId: "p") { comments(ratings: [4, 4]) { totalCount } } }', None, 2),
+        ('{ product(productId: "p") { stats { total } } }', None, 1, 2),
+        # A page with no filter: counters + one query; the page holds 20 comments.
+        ('{ product(productId: "p") { comments { nodes { body } } } }', None, 2, 22),
+        # Three ratings: counters + three queries in each of two rounds.
+        (
+            '{ product(productId: "p") { comments(ratings: [1, 2, 5]) { totalCount } } }',
+            None,
+            1 + 2 * 3,
+            2,
+        ),
+        # Repeated ratings count once (one partition); all five is no filter.
+        ('{ product(productId: "p") { comments(ratings: [4, 4]) { totalCount } } }', None, 2, 2),
         (
             '{ product(productId: "p") { comments(ratings: [1, 2, 3, 4, 5]) { totalCount } } }',
             None,
+            2,
             2,
         ),
         # Nested under a page of 10: each comment's product page runs 10 times.
@@ -40,6 +64,7 @@ SCHEMA = build_schema()._schema
             "{ nodes { product { comments(first: 3) { totalCount } } } } } }",
             None,
             2 + 10 * 2,
+            1 + 1 + 10 * (1 + 1 + 1),
         ),
         # Connections under edges multiply the same way; last counts like first.
         (
@@ -47,48 +72,92 @@ SCHEMA = build_schema()._schema
             "{ edges { node { product { stats { total } } } } } } }",
             None,
             2 + 4 * 1,
+            1 + 1 + 4 * 4,
         ),
         # Leaderboard: one query, then `first` products.
         (
             "{ topProducts(first: 7) { product { stats { total } lastCommentedAt } } }",
             None,
             1 + 7 * 2,
+            7 * 3,
         ),
-        # nodes: one lookup per id, fields below per id, through fragments of either type.
+        # nodes: one lookup per id; below, the dearer of the two types each id can be.
         (
             '{ nodes(ids: ["a", "b", "c"]) { ... on Product { stats { total } } ...C } } '
             "fragment C on Comment { product { stats { total } } }",
             None,
-            3 + 3 * (1 + 1),
+            3 + 3 * 1,
+            3 * 3,
         ),
-        # Variables are coerced before counting; first: 0 runs nothing below.
+        # Variables are coerced before counting; first: 0 reads the counters only.
         (
             'query($r: [Int!], $n: Int) { product(productId: "p") '
             "{ comments(ratings: $r, first: $n) { nodes { product { stats { total } } } } } }",
             {"r": [2, 3], "n": 0},
-            3,
+            1,
+            2,
         ),
         # Aliases each cost.
         (
             '{ a: product(productId: "p") { comments(ratings: [4, 5], first: 1) { totalCount } } '
             'b: product(productId: "p") { comments(ratings: [1, 2], first: 1) { totalCount } } }',
             None,
-            3 + 3,
+            2 * (1 + 2 * 2),
+            4,
+        ),
+        # A page too large for one DynamoDB response (1 MB) takes a call per response.
+        (
+            '{ product(productId: "p") { comments(first: 100) { totalCount } } }',
+            None,
+            1 + -(-101 // ITEMS_PER_RESPONSE),
+            2,
+        ),
+        # Every object of the response counts: edges, their nodes, the page's nodes.
+        (
+            '{ product(productId: "p") { comments(first: 100) '
+            "{ edges { cursor node { body product { productId } } } nodes { body } } } }",
+            None,
+            1 + -(-101 // ITEMS_PER_RESPONSE),
+            1 + 1 + 100 * 3 + 100,
+        ),
+        # An object that renders a field three times (aliases) counts three times.
+        (
+            '{ product(productId: "p") { comments { nodes { body b: body c: body } } } }',
+            None,
+            2,
+            2 + 20 * 3,
         ),
         (
             'mutation { deleteComment(input: {id: "x"}) { product { stats { total } } } }',
             None,
-            2 + 1,
+            MUTATION_STORAGE_CALLS + 1,
+            3,
         ),
     ],
 )
-def test_estimate(query: str, variables: dict[str, Any] | None, expected: int) -> None:
-    assert estimate(SCHEMA, parse(query), None, variables) == expected
+def test_estimate(query: str, variables: dict[str, Any] | None, points: int, nodes: int) -> None:
+    assert estimate(SCHEMA, parse(query), None, variables) == Estimate(points, nodes)
 
 
-def test_variables_that_do_not_coerce_are_left_to_execution() -> None:
+def test_every_list_field_and_every_storage_read_has_a_rule() -> None:
+    # A list field without a rule would be counted as one value; a new field that reads
+    # storage without one would cost nothing.
+    lists = {
+        (name, field_name)
+        for name, type_ in SCHEMA.type_map.items()
+        if isinstance(type_, GraphQLObjectType) and not name.startswith("__")
+        for field_name, field in type_.fields.items()
+        if isinstance(get_nullable_type(field.type), GraphQLList)
+    }
+    assert lists <= set(RULES)
+    assert {("Product", "stats"), ("Product", "comments"), ("Query", "nodes")} <= set(RULES)
+
+
+def test_variables_that_do_not_coerce_are_refused() -> None:
     query = 'query($n: Int) { product(productId: "p") { comments(first: $n) { totalCount } } }'
-    assert estimate(SCHEMA, parse(query), None, {"n": "many"}) is None
+    with pytest.raises(Refusal) as refused:
+        estimate(SCHEMA, parse(query), None, {"n": "many"})
+    assert "many" in refused.value.errors[0].message
 
 
 def test_the_named_operation_is_the_one_counted() -> None:
@@ -96,12 +165,106 @@ def test_the_named_operation_is_the_one_counted() -> None:
         'query Cheap { product(productId: "p") { productId } } '
         'query Dear { product(productId: "p") { stats { total } } }'
     )
-    assert estimate(SCHEMA, doc, "Cheap", None) == 0
-    assert estimate(SCHEMA, doc, "Dear", None) == 1
+    assert estimate(SCHEMA, doc, "Cheap", None).points == 0
+    assert estimate(SCHEMA, doc, "Dear", None).points == 1
+
+
+# The issue's cost bypass: a null into a non-null argument made the whole estimate None,
+# and then nothing was enforced (about 10,000 storage queries ran).
+BYPASS = """query($c: ID = "x", $ids: [ID!]!) {
+  bad: comment(commentId: $c) { title }
+  nodes(ids: $ids) { ... on Product { comments(first: 100) { nodes { product {
+    comments(first: 100) { nodes { title body } } } } } } }
+}"""
+
+
+def test_a_field_whose_arguments_do_not_coerce_is_priced_at_its_worst() -> None:
+    hot = gid("Product", "sku-hot")
+    found = estimate(SCHEMA, parse(BYPASS), None, {"c": None, "ids": [hot] * 100})
+    assert found.points > 100 * 100 * 6
+    # ids null into [ID!]! cannot be read: the worst case, a hundred ids, is priced.
+    unreadable = estimate(
+        SCHEMA,
+        parse(
+            'query($ids: [ID!] = ["x"]) { nodes(ids: $ids) { ... on Product { stats { total } } } }'
+        ),
+        None,
+        {"ids": None},
+    )
+    assert unreadable == Estimate(100 + 100 * 1, 100 * 2)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "first: 0, before: $c",
+        "first: -7",
+        "first: 1000",
+        "last: 5, after: $c",
+        "first: 1, last: 1",
+    ],
+)
+def test_invalid_page_arguments_are_priced_at_their_worst(args: str) -> None:
+    query = (
+        'query($c: String) { product(productId: "p") { comments(' + args + ") "
+        "{ nodes { product { stats { total } } } } } }"
+    )
+    found = estimate(SCHEMA, parse(query), None, {"c": "cursor"})
+    assert found.points >= 1 + 100 * 1
+
+
+def test_invalid_ratings_are_priced_as_the_widest_fan_out() -> None:
+    query = '{ product(productId: "p") { comments(ratings: [0, 9]) { totalCount } } }'
+    assert estimate(SCHEMA, parse(query), None, None).points == 1 + 2 * 4
+
+
+@pytest.fixture
+async def seeded(table: TableRef, product_id: str) -> str:
+    await create_many(
+        table,
+        [
+            NewComment(product_id, "en", 1 + n % 5, f"b{n}", f"u{n}", created_at=stamp(n))
+            for n in range(30)
+        ],
+    )
+    return product_id
+
+
+async def test_the_cost_bypass_is_refused_before_any_read(api: Api, seeded: str) -> None:
+    body = await api.gql(BYPASS, {"c": None, "ids": [gid("Product", seeded)] * 100})
+    assert body["data"] is None
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+    assert body["extensions"]["storage"]["calls"] == 0
+
+
+async def test_variables_that_do_not_coerce_run_nothing(api: Api, seeded: str) -> None:
+    body = await api.gql(
+        "query($p: ID!, $n: Int) { product(productId: $p) { comments(first: $n) { totalCount } } }",
+        {"p": seeded, "n": "many"},
+    )
+    assert body["data"] is None
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert body["extensions"]["storage"]["calls"] == 0
+
+
+# The issue's large response: 100 comments, each with its product's 50 newest (5,100
+# comments), under the point budget but not under the node budget.
+WIDE = """query($p: ID!) { product(productId: $p) { comments(first: 100, language: "en") {
+  nodes { product { comments(first: 50) { nodes { body } } } } } } }"""
+
+
+async def test_a_response_too_large_is_refused_before_any_read(api: Api, seeded: str) -> None:
+    body = await api.gql(WIDE, {"p": seeded})
+    assert body["data"] is None
+    (error,) = body["errors"]
+    assert error["extensions"] == {"code": "QUERY_TOO_COMPLEX", "nodes": 5302, "nodeBudget": 1000}
+    assert "5302 objects" in error["message"]
+    assert body["extensions"]["storage"]["calls"] == 0
 
 
 HEAVY = """
-{ topProducts(first: 100) { product { comments(ratings: [1, 2, 3, 4], first: 100)
+{ topProducts(first: 13) { product { comments(ratings: [1, 2, 3, 4], first: 100)
   { totalCount } } } }"""
 
 
@@ -109,8 +272,9 @@ async def test_over_budget_is_refused_before_any_read(api: Api) -> None:
     body = await api.gql(HEAVY)
     assert body["data"] is None
     (error,) = body["errors"]
-    assert error["extensions"] == {"code": "QUERY_TOO_COMPLEX", "cost": 501, "budget": 500}
-    assert "501" in error["message"]
+    points = 1 + 13 * (1 + 2 * 4 * -(-101 // ITEMS_PER_RESPONSE))
+    assert error["extensions"] == {"code": "QUERY_TOO_COMPLEX", "cost": points, "budget": 500}
+    assert str(points) in error["message"]
     assert body["extensions"]["storage"]["calls"] == 0
 
 
@@ -120,7 +284,12 @@ async def test_accepted_requests_report_their_cost(api: Api, product_id: str) ->
         {"p": product_id},
     )
     assert "errors" not in body
-    assert body["extensions"]["cost"] == {"requested": 3, "budget": 500}
+    assert body["extensions"]["cost"] == {
+        "requested": 5,
+        "budget": 500,
+        "nodes": 2,
+        "nodeBudget": 1000,
+    }
 
 
 async def test_the_budget_is_configured(table: TableRef, product_id: str) -> None:
@@ -129,3 +298,43 @@ async def test_the_budget_is_configured(table: TableRef, product_id: str) -> Non
         body = await small.gql(query, {"p": product_id})
     assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
     assert body["errors"][0]["extensions"]["cost"] == 2
+
+
+def test_the_meter_refuses_calls_beyond_its_budget() -> None:
+    meter = Meter(budget=2)
+    meter.admit("query")
+    meter.admit("query")
+    with pytest.raises(CallBudgetExceeded):
+        meter.admit("get_item")
+    assert (meter.started, meter.refused) == (2, 1)
+    Meter().admit("query")  # no budget: no limit
+
+
+class _OneItemPerResponse(ClientWrapper):
+    """Every query answers one item and a continuation key, as DynamoDB does when a page of
+    large items crosses 1 MB: the read takes many more calls than a page normally does."""
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation == "query":
+            kwargs = {**kwargs, "Limit": 1}
+        return await super()._call(operation, kwargs)
+
+
+async def test_calls_beyond_the_accepted_cost_are_not_made(table: TableRef, seeded: str) -> None:
+    product = gid("Product", seeded)
+    query = """query($ids: [ID!]!) {
+      cheap: nodes(ids: $ids) { ... on Product { stats { total } } }
+      dear: nodes(ids: $ids) { ... on Product { comments { nodes { body } } } }
+    }"""
+    async with running_api(_OneItemPerResponse(table.client), table.name) as api:
+        body = await api.gql(query, {"ids": [product]})
+    # The cheap field is answered; the page, which would have taken 21 queries, fails
+    # alone, and no call beyond the accepted estimate was made.
+    assert body["data"]["cheap"] == [{"stats": {"total": 30}}]
+    assert body["data"]["dear"] == [None]
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+    assert error["path"][0] == "dear"
+    storage = body["extensions"]["storage"]
+    assert storage["calls"] == body["extensions"]["cost"]["requested"] == 5
+    assert storage["refusedCalls"] >= 1

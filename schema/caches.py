@@ -1,0 +1,147 @@
+"""Parser and validation caches bounded in bytes, keyed by a hash of the document.
+
+Strawberry's caches are LRUs of 512 entries keyed by the full text: a tiny query padded
+with a unique megabyte of comment is kept whole (text, tokens, AST) until 512 newer ones
+push it out, so anonymous traffic can pin about a gigabyte per process. Here:
+
+- the key is the SHA-256 of the text, so a key is 32 bytes whatever the document;
+- documents longer than ``max_document_chars`` are not cached at all (legitimate documents
+  are small: the token limit keeps them to a few kilobytes without padding);
+- each parsed document is charged an upper bound of the memory it keeps (tokens, AST, text:
+  ``document_charge``), and the least recently used entries go once the charges add up to
+  more than ``max_bytes``;
+- validation remembers only which documents passed: a document with errors is validated
+  again, so no error (which holds AST nodes and, through them, the text) is ever kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from graphql import DocumentNode, Token, parse
+from strawberry.extensions import SchemaExtension
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# Charges, from tracemalloc measurements of graphql-core 3.3 documents: a token with its
+# share of the AST takes 150-550 bytes, the text up to 4 bytes a character (and a comment's
+# text is kept twice: in the source and in its token), an entry about 2 KiB besides.
+ENTRY_BYTES = 4096
+TOKEN_BYTES = 600
+CHAR_BYTES = 8
+# A passed-validation entry: its key (a 32-byte digest and the rules) and dict slot.
+VALIDATED_BYTES = 512
+
+
+class BoundedCache(Generic[K, V]):
+    """A least-recently-used map bounded by the bytes charged for its entries."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> V | None:
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: K, value: V, charge: int) -> None:
+        """Keep ``value`` under ``key``, charged ``charge`` bytes; a value charged more than
+        the whole cache is not kept."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        if charge > self.max_bytes:
+            return
+        self._entries[key] = (value, charge)
+        self.bytes += charge
+        while self.bytes > self.max_bytes:
+            _, (_, freed) = self._entries.popitem(last=False)
+            self.bytes -= freed
+
+
+def digest(text: str) -> bytes:
+    # surrogatepass: JSON may carry lone surrogates, which strict UTF-8 cannot encode.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def count_tokens(document: DocumentNode) -> int:
+    """Tokens (comments included) the document's location keeps, 1 without locations."""
+    if document.loc is None:
+        return 1
+    count = 0
+    token: Token | None = document.loc.start_token
+    while token is not None:
+        count += 1
+        token = token.next
+    return count
+
+
+def document_charge(text: str, document: DocumentNode) -> int:
+    """An upper bound of the bytes a parsed document keeps alive."""
+    return ENTRY_BYTES + TOKEN_BYTES * count_tokens(document) + CHAR_BYTES * len(text)
+
+
+@dataclass
+class DocumentCaches:
+    """The parser and validation caches of one schema, and the extensions that use them."""
+
+    max_bytes: int = 32 * 1024 * 1024
+    max_validated_bytes: int = 1024 * 1024
+    max_document_chars: int = 16 * 1024
+
+    def __post_init__(self) -> None:
+        self.documents: BoundedCache[tuple[bytes, int | None], DocumentNode] = BoundedCache(
+            self.max_bytes
+        )
+        self.validated: BoundedCache[tuple[bytes, tuple[object, ...]], bool] = BoundedCache(
+            self.max_validated_bytes
+        )
+
+    def cacheable(self, text: str | None) -> bool:
+        return text is not None and len(text) <= self.max_document_chars
+
+    def extensions(self) -> list[Callable[[], SchemaExtension]]:
+        caches = self
+
+        class ParserCache(SchemaExtension):
+            def on_parse(self) -> Iterator[None]:
+                context = self.execution_context
+                text = context.query
+                if text is not None and caches.cacheable(text):
+                    options = context.parse_options
+                    key = (digest(text), options.get("max_tokens"))
+                    document = caches.documents.get(key)
+                    if document is None:
+                        # A syntax error propagates, as Strawberry's own cache lets it;
+                        # the request is answered with it and nothing is kept.
+                        document = parse(text, **options)
+                        caches.documents.put(key, document, document_charge(text, document))
+                    context.graphql_document = document
+                yield
+
+        class ValidationCache(SchemaExtension):
+            def on_validate(self) -> Iterator[None]:
+                context = self.execution_context
+                text = context.query
+                key = None
+                if text is not None and caches.cacheable(text):
+                    key = (digest(text), tuple(context.validation_rules))
+                    if caches.validated.get(key):
+                        context.pre_execution_errors = []  # Strawberry skips validation
+                yield
+                if key is not None and context.pre_execution_errors == []:
+                    caches.validated.put(key, True, VALIDATED_BYTES)
+
+        return [ParserCache, ValidationCache]
