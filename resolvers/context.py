@@ -47,6 +47,15 @@ class Context:
                 return await call
         except TimeoutError as exc:
             raise StorageUnavailable("storage did not answer in time; retry") from exc
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this field itself is being cancelled
+            # A batch (DataLoader) this field waited on was cancelled along with the field
+            # that started it (execution abandons siblings of a failed non-null field): the
+            # read did not happen, which is an error of this field, not a crash of the
+            # whole request.
+            raise StorageUnavailable("the read was abandoned; retry") from exc
         except CallBudgetExceeded as exc:
             raise QueryTooComplex(
                 "This request has made the storage calls its estimated cost allows; this "

@@ -15,6 +15,7 @@ the estimate alone is right.
 from __future__ import annotations
 
 import base64
+import hashlib
 import random
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -72,7 +73,8 @@ def _seed() -> list[Comment]:
         for n in range(count):
             made.append(
                 Comment(
-                    comment_id=f"{product}-{n:04d}",
+                    # Ids of the shape this layer generates (cursors are checked for it).
+                    comment_id=hashlib.sha256(f"{product}-{n}".encode()).hexdigest()[:32],
                     product_id=product,
                     language=rng.choice(LANGUAGES),
                     rating=rng.choice(RATINGS),

@@ -31,7 +31,7 @@ from storage.model import PAGE_SIZE_MAX, PageRequest
 from tests.api_helpers import Api
 
 SCHEMA = build_schema()._schema
-POS = "2025-06-01T12:00:00.000Z#abc"
+POS = "2025-06-01T12:00:00.000Z#0123456789abcdef0123456789abcdef"
 CURSOR = encode_cursor(POS)
 
 
