@@ -55,7 +55,7 @@ def build_schema(
     options: SchemaOptions = SchemaOptions(), *, caches: DocumentCaches | None = None
 ) -> CommentsSchema:
     """The schema with its limits; ``caches`` replaces the default parser and validation
-    caches (with ``options.caches`` off there are none)."""
+    caches (``options.caches`` off: nothing is cached)."""
     # Extensions are made per request (classes or factories); the parser and validation
     # caches live as long as the schema, and the rule classes are made once here so that
     # the validation cache recognises them.
@@ -71,8 +71,9 @@ def build_schema(
         lambda: AddValidationRules(rules),
         cost_limit(options.max_cost, options.max_nodes),
     ]
-    if options.caches:
-        extensions += (caches or DocumentCaches()).extensions()
+    if caches is None:
+        caches = DocumentCaches() if options.caches else DocumentCaches.off()
+    extensions += caches.extensions()
     if not options.introspection:
         extensions.append(DisableIntrospection)
     return CommentsSchema(
