@@ -20,6 +20,7 @@ from schema.caches import DocumentCaches
 from schema.comment import Comment
 from schema.cost import MAX_NODES, cost_limit
 from schema.errors import StorageReport, with_codes
+from schema.garbage import LargeRequestCollector
 from schema.limits import ListLimit, alias_limit, depth_limit, size_limit
 from schema.mutation import Mutation
 from schema.product import Product
@@ -74,6 +75,7 @@ def build_schema(
     if caches is None:
         caches = DocumentCaches() if options.caches else DocumentCaches.off()
     extensions += caches.extensions()
+    extensions.append(LargeRequestCollector().extension())
     if not options.introspection:
         extensions.append(DisableIntrospection)
     return CommentsSchema(
