@@ -20,6 +20,7 @@ from schema.caches import DocumentCaches
 from schema.comment import Comment
 from schema.cost import MAX_NODES, cost_limit
 from schema.errors import StorageReport, with_codes
+from schema.garbage import LargeRequestCollector
 from schema.limits import ListLimit, alias_limit, depth_limit, size_limit
 from schema.mutation import Mutation
 from schema.product import Product
@@ -55,7 +56,7 @@ def build_schema(
     options: SchemaOptions = SchemaOptions(), *, caches: DocumentCaches | None = None
 ) -> CommentsSchema:
     """The schema with its limits; ``caches`` replaces the default parser and validation
-    caches (with ``options.caches`` off there are none)."""
+    caches (``options.caches`` off: nothing is cached)."""
     # Extensions are made per request (classes or factories); the parser and validation
     # caches live as long as the schema, and the rule classes are made once here so that
     # the validation cache recognises them.
@@ -71,8 +72,10 @@ def build_schema(
         lambda: AddValidationRules(rules),
         cost_limit(options.max_cost, options.max_nodes),
     ]
-    if options.caches:
-        extensions += (caches or DocumentCaches()).extensions()
+    if caches is None:
+        caches = DocumentCaches() if options.caches else DocumentCaches.off()
+    extensions += caches.extensions()
+    extensions.append(LargeRequestCollector().extension())
     if not options.introspection:
         extensions.append(DisableIntrospection)
     return CommentsSchema(

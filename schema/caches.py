@@ -12,6 +12,11 @@ push it out, so anonymous traffic can pin about a gigabyte per process. Here:
   more than ``max_bytes``;
 - validation remembers only which documents passed: a document with errors is validated
   again, so no error (which holds AST nodes and, through them, the text) is ever kept.
+
+Every document is parsed here, cached or not, and its tokens unlinked backwards: graphql-core
+links them both ways, a reference cycle that only the cyclic collector frees, and a padded
+document's comment (a copy of it, in its token) would otherwise wait for a full collection;
+hundreds of megabytes of them piled up between two under load.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ class BoundedCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def values(self) -> list[V]:
+        return [value for value, _ in self._entries.values()]
+
     def get(self, key: K) -> V | None:
         found = self._entries.get(key)
         if found is None:
@@ -74,6 +82,15 @@ class BoundedCache(Generic[K, V]):
 def digest(text: str) -> bytes:
     # surrogatepass: JSON may carry lone surrogates, which strict UTF-8 cannot encode.
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def unlink_tokens(document: DocumentNode) -> None:
+    """Drop the tokens' back references, so reference counting frees them with the
+    document (nothing after the parser walks tokens backwards)."""
+    token: Token | None = None if document.loc is None else document.loc.start_token
+    while token is not None:
+        token.prev = None
+        token = token.next
 
 
 def count_tokens(document: DocumentNode) -> int:
@@ -109,6 +126,11 @@ class DocumentCaches:
             self.max_validated_bytes
         )
 
+    @classmethod
+    def off(cls) -> DocumentCaches:
+        """No caching; documents are still parsed here, so their tokens are unlinked."""
+        return cls(max_bytes=0, max_validated_bytes=0, max_document_chars=-1)
+
     def cacheable(self, text: str | None) -> bool:
         return text is not None and len(text) <= self.max_document_chars
 
@@ -119,15 +141,21 @@ class DocumentCaches:
             def on_parse(self) -> Iterator[None]:
                 context = self.execution_context
                 text = context.query
-                if text is not None and caches.cacheable(text):
+                if text is not None:
                     options = context.parse_options
-                    key = (digest(text), options.get("max_tokens"))
-                    document = caches.documents.get(key)
+                    key = None
+                    document = None
+                    if caches.cacheable(text):
+                        key = (digest(text), options.get("max_tokens"))
+                        document = caches.documents.get(key)
                     if document is None:
                         # A syntax error propagates, as Strawberry's own cache lets it;
                         # the request is answered with it and nothing is kept.
                         document = parse(text, **options)
-                        caches.documents.put(key, document, document_charge(text, document))
+                        unlink_tokens(document)
+                        if key is not None:
+                            charge = document_charge(text, document)
+                            caches.documents.put(key, document, charge)
                     context.graphql_document = document
                 yield
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import gc
+import weakref
 
-from graphql import DocumentNode, parse
+from graphql import DocumentNode, Token, parse
 
 from schema import build_schema
 from schema.caches import (
@@ -14,6 +15,7 @@ from schema.caches import (
     count_tokens,
     document_charge,
 )
+from schema.garbage import LARGE_REQUEST, LargeRequestCollector, approximate_size
 
 
 def padded(n: int, size: int) -> str:
@@ -97,3 +99,46 @@ async def test_distinct_padded_documents_leave_no_documents_behind() -> None:
         if isinstance(o, DocumentNode) and o.loc is not None and marker in o.loc.source.body
     ]
     assert sum(len(d.loc.source.body) for d in alive if d.loc is not None) < 100_000
+
+
+async def test_the_schema_unlinks_the_tokens_of_what_it_parses() -> None:
+    # graphql-core links tokens both ways; a padded comment's copy in its token would wait
+    # for the cyclic collector.
+    caches = DocumentCaches()
+    schema = build_schema(caches=caches)
+    text = '{ product(productId: "p") { productId } } # a comment'
+    await schema.execute(text)
+    (document,) = caches.documents.values()
+    assert document.loc is not None
+    token: Token | None = document.loc.start_token
+    while token is not None:
+        assert token.prev is None
+        token = token.next
+
+
+def test_large_requests_are_collected_by_the_byte() -> None:
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+    freed: list[bool] = []
+    collector = LargeRequestCollector(max_bytes=1_000_000)
+    gc.disable()  # only the collector's own collection may free the cycle
+    try:
+        cycle = Cycle()
+        weakref.finalize(cycle, freed.append, True)
+        del cycle
+        collector.note(LARGE_REQUEST - 1)  # small requests are not counted
+        assert collector.pending == 0
+        for _ in range(3):
+            collector.note(300_000)
+        assert (collector.collections, freed) == (0, [])
+        collector.note(300_000)
+        assert (collector.collections, collector.pending, freed) == (1, 0, [True])
+    finally:
+        gc.enable()
+
+
+def test_request_sizes() -> None:
+    assert approximate_size({"p": "x" * 1000, "n": 5}) >= 1000
+    assert approximate_size([1, 2, 3, 4, 5] * 100_000) >= 8 * 500_000
