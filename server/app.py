@@ -80,6 +80,7 @@ class GraphQLApp(GraphQL[Context, None]):
                     introspection=settings.introspection_on,
                     caches=settings.graphql_caches,
                     max_cost=settings.max_query_cost,
+                    max_nodes=settings.max_response_nodes,
                 )
             ),
             graphql_ide="graphiql" if settings.graphiql_on else None,

@@ -338,3 +338,12 @@ async def test_calls_beyond_the_accepted_cost_are_not_made(table: TableRef, seed
     storage = body["extensions"]["storage"]
     assert storage["calls"] == body["extensions"]["cost"]["requested"] == 5
     assert storage["refusedCalls"] >= 1
+
+
+async def test_the_response_object_budget_is_the_setting(table: TableRef) -> None:
+    query = '{ product(productId: "p1") { comments(first: 10) { nodes { title } } } }'
+    async with running_api(table.client, table.name, max_response_nodes=5) as small:
+        body = await small.gql(query)
+        assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+    async with running_api(table.client, table.name, max_response_nodes=50) as roomy:
+        assert "errors" not in await roomy.gql(query)
