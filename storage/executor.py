@@ -86,7 +86,6 @@ class _Partition:
     position: str | None = None
     # Read completely up to this key (merge order); see merge.Stream.bound.
     bound: str | None = None
-    read: int = 0
     exhausted: bool = False
 
 
@@ -217,7 +216,6 @@ def _absorb(request: _Request, response: Response, round_no: int) -> ExecutedQue
         p.keys.append(item[SORT_KEY]["S"])
         p.comments.append(item_to_comment(item))
     scanned = int(response.get("ScannedCount", len(items)))
-    p.read += scanned
     last_key = response.get("LastEvaluatedKey")
     if last_key is not None:
         # Continue after the last item evaluated, which a filter may not have returned.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from storage import keys
@@ -99,7 +99,7 @@ async def create_comment(
             counters.check_no_drift(cancel, comment.product_id)
             if cancel.failed(COMMENT):
                 # A fresh random id cannot exist; if it does, take another.
-                comment = _with_new_id(comment)
+                comment = replace(comment, comment_id=keys.new_comment_id())
                 continue
             transient += 1
             if transient >= backoff.attempts:
@@ -133,17 +133,3 @@ def _parts(
     if write_limits.per_hour is not None:
         parts.append(limits.hour_part(table, comment.author, now, write_limits.per_hour))
     return parts
-
-
-def _with_new_id(comment: Comment) -> Comment:
-    return Comment(
-        comment_id=keys.new_comment_id(),
-        product_id=comment.product_id,
-        language=comment.language,
-        rating=comment.rating,
-        title=comment.title,
-        body=comment.body,
-        author=comment.author,
-        created_at=comment.created_at,
-        author_name=comment.author_name,
-    )
