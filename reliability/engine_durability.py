@@ -30,9 +30,9 @@ from typing import Any
 
 from storage.client import ClientSettings, open_client
 from storage.local_engine import LocalEngine
-from storage.reads import scan_pages
 from storage.table import TableRef
 from storage.types import DynamoClient
+from storage.verify import scan_pages
 
 TABLE = "durability"
 

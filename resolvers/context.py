@@ -9,9 +9,10 @@ from typing import TypeVar
 
 from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key
-from resolvers.errors import QueryTooComplex, StorageUnavailable
+from resolvers.errors import QueryTooComplex, Unavailable
 from resolvers.loaders import Loaders
-from storage.metering import CallBudgetExceeded, Meter, MeteredClient
+from storage.errors import CallBudgetExceeded
+from storage.metering import Meter, MeteredClient
 from storage.planner import DEFAULT_TUNING, Tuning
 from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, WriteLimits
@@ -46,7 +47,7 @@ class Context:
             async with asyncio.timeout_at(self.deadline):
                 return await call
         except TimeoutError as exc:
-            raise StorageUnavailable("storage did not answer in time; retry") from exc
+            raise Unavailable("storage did not answer in time; retry") from exc
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -55,7 +56,7 @@ class Context:
             # that started it (execution abandons siblings of a failed non-null field): the
             # read did not happen, which is an error of this field, not a crash of the
             # whole request.
-            raise StorageUnavailable("the read was abandoned; retry") from exc
+            raise Unavailable("the read was abandoned; retry") from exc
         except CallBudgetExceeded as exc:
             raise QueryTooComplex(
                 "This request has made the storage calls its estimated cost allows; this "

@@ -9,7 +9,7 @@
     ├── LimitReached           LIMIT_REACHED (a per-author limit of the product)
     ├── RateLimited            RATE_LIMITED (retryable; extensions.retryAfter in seconds)
     ├── QueryTooComplex        QUERY_TOO_COMPLEX
-    └── StorageUnavailable     STORAGE_UNAVAILABLE (retryable)
+    └── Unavailable            STORAGE_UNAVAILABLE (retryable)
 
 Storage errors are mapped by ``from_storage``; their messages were written for clients
 (no engine details), so they pass through. Anything else is masked by the schema layer.
@@ -76,7 +76,10 @@ class QueryTooComplex(ApiError):
     code = "QUERY_TOO_COMPLEX"
 
 
-class StorageUnavailable(ApiError):
+class Unavailable(ApiError):
+    """Storage could not answer (``storage.errors.StorageUnavailable``, or the request's
+    deadline passed): the client may retry."""
+
     code = "STORAGE_UNAVAILABLE"
     retryable = True
 
@@ -92,7 +95,7 @@ CODES = frozenset(
         LimitReached,
         RateLimited,
         QueryTooComplex,
-        StorageUnavailable,
+        Unavailable,
     )
 ) | {"INTERNAL_SERVER_ERROR"}
 
@@ -114,5 +117,5 @@ def from_storage(exc: BaseException) -> ApiError | None:
     if isinstance(exc, storage_errors.WriteConflict):
         return Conflict("the write met too much contention; retry")
     if isinstance(exc, storage_errors.StorageUnavailable | TimeoutError):
-        return StorageUnavailable("storage is unavailable right now; retry")
+        return Unavailable("storage is unavailable right now; retry")
     return None

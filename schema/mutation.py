@@ -6,6 +6,7 @@ import strawberry
 from strawberry import relay
 
 from resolvers import mutations
+from resolvers.errors import BadUserInput
 from schema.comment import Comment
 from schema.context import Info
 from schema.product import Product
@@ -51,8 +52,8 @@ def _comment_id(value: str) -> str:
     """A commentId, or the node id inside a Comment global id."""
     try:
         type_name, node_id = decode_global_id(value)
-    except Exception:
-        return value
+    except BadUserInput:
+        return value  # not a global id: taken as a commentId (validated by storage)
     return node_id if type_name == "Comment" else value
 
 

@@ -17,7 +17,7 @@ def decode_global_id(value: str) -> tuple[str, str]:
     """(type name, id) of a Relay global id; BAD_USER_INPUT when it is not one."""
     try:
         gid = relay.GlobalID.from_id(value)
-    except Exception as exc:  # GlobalIDValueError and base64 errors alike
+    except relay.GlobalIDValueError as exc:  # strawberry raises it for base64 errors too
         raise BadUserInput("not a valid global id") from exc
     return gid.type_name, gid.node_id
 

@@ -45,7 +45,7 @@ from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
 from storage.local_engine import LocalEngine
 from storage.planner import Tuning
-from storage.retry import ENGINE_ERRORS
+from storage.seam import ENGINE_ERRORS
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from storage.writes import WriteLimits

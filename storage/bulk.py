@@ -22,7 +22,7 @@ from storage.items import (
 )
 from storage.model import Comment
 from storage.reads import batch_get_counts
-from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff
+from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import SORT_KEY, TableRef
 from storage.types import Item
 
@@ -101,10 +101,7 @@ def _stats_items(comments: Sequence[Comment]) -> list[Item]:
 async def _write(table: TableRef, requests: list[dict[str, Any]], backoff: Backoff) -> None:
     pending: dict[str, Any] = {table.name: requests}
     for attempt in range(1, backoff.attempts + 1):
-        try:
-            response = await table.client.batch_write_item(RequestItems=pending)
-        except ENGINE_ERRORS as exc:
-            raise StorageUnavailable("bulk write failed") from exc
+        response = await table.client.batch_write_item(RequestItems=pending)
         pending = response.get("UnprocessedItems") or {}
         if not pending:
             return

@@ -18,15 +18,26 @@ Every error this package raises on purpose derives from ``StorageError``::
     │   ├── CommentsPerProductLimit  the author has as many comments on the product as allowed
     │   └── WriteRateLimited         the author wrote as many comments this hour as allowed
     ├── CounterInvariantBroken       a write would drive a counter below zero (counters drifted)
+    ├── CallBudgetExceeded           the request's budget of storage calls is spent
+    ├── ConditionFailed              a conditional write found other state (handled inside)
+    ├── TransactionCancelled         a transaction did not commit, with reasons (handled inside)
     └── RetryableError               the request may succeed if sent again later
         ├── WriteConflict            contention persisted through our retries
-        └── StorageUnavailable       throttling, timeouts, engine errors, a failed query
+        └── StorageUnavailable       the engine failed or could not be reached; nothing partial
+            ├── Throttled            the engine kept asking us to slow down
+            ├── EngineFault          the engine failed on its side (HTTP 5xx)
+            ├── TableMissing         the table or an index does not exist
+            └── TableInUse           the table exists already, or is being changed
 
-Wrapped AWS errors are chained (``raise ... from exc``) so logs keep the AWS error code,
-while the message of the storage error itself never carries engine details.
+Engine errors become these in one place, ``storage.seam``, which chains the original
+(``raise ... from exc``) so logs keep the AWS error code, while the message of the storage
+error itself never carries engine details. ``ConditionFailed`` and ``TransactionCancelled``
+are outcomes the write path reads and acts on; reaching a caller, they are a bug.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class StorageError(Exception):
@@ -38,31 +49,31 @@ class InvalidInput(StorageError, ValueError):
 
 
 class InvalidProductId(InvalidInput):
-    pass
+    """A product id that is empty, too long or holds characters keys cannot carry."""
 
 
 class InvalidLanguage(InvalidInput):
-    pass
+    """A language that is not a well-formed BCP 47 tag."""
 
 
 class InvalidRating(InvalidInput):
-    pass
+    """A rating outside 1 to 5, or a rating filter that is empty or repeats itself."""
 
 
 class InvalidCommentId(InvalidInput):
-    pass
+    """A comment id that is not one this layer makes (32 lower-case hex digits)."""
 
 
 class InvalidCommentText(InvalidInput):
-    pass
+    """A title or body over its limit, or holding characters we refuse."""
 
 
 class InvalidCursor(InvalidInput):
-    pass
+    """A cursor this layer did not make, or one that names no position."""
 
 
 class InvalidPageRequest(InvalidInput):
-    pass
+    """A page size out of range, or page arguments that do not go together."""
 
 
 class CommentNotFound(StorageError, LookupError):
@@ -110,6 +121,29 @@ class CounterInvariantBroken(StorageError):
     ``comments verify-stats --repair`` recounts them."""
 
 
+class CallBudgetExceeded(StorageError):
+    """The request has made every storage call its budget allows; this one was not made."""
+
+
+class ConditionFailed(StorageError):
+    """A conditional single-item write found the item other than the condition required.
+
+    ``item`` is the item as it was, when the call asked for it (ALL_OLD on failure)."""
+
+    def __init__(self, message: str, item: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class TransactionCancelled(StorageError):
+    """A TransactWriteItems did not commit; ``reasons`` has one entry per action, in order,
+    each with the engine's ``Code`` and, for a failed condition with ALL_OLD, the ``Item``."""
+
+    def __init__(self, message: str, reasons: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
 class RetryableError(StorageError):
     """The operation failed for a transient reason and may be retried by the client."""
 
@@ -119,4 +153,29 @@ class WriteConflict(RetryableError):
 
 
 class StorageUnavailable(RetryableError):
-    """The engine throttled, timed out or failed; no partial result was returned."""
+    """The engine failed, timed out or could not be reached; no partial result was returned."""
+
+
+class Throttled(StorageUnavailable):
+    """The engine kept asking us to slow down (throttling, exceeded capacity or request
+    limits, a transaction on the same items still in progress) after botocore's retries."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class EngineFault(StorageUnavailable):
+    """The engine failed on its side (an HTTP 5xx) after botocore's retries."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TableMissing(StorageUnavailable):
+    """The table or one of its indexes does not exist (run ``comments create-table``)."""
+
+
+class TableInUse(StorageUnavailable):
+    """The table exists already, or is being created or changed."""

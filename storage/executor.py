@@ -107,9 +107,7 @@ async def execute(table: TableRef, plan: Plan) -> Page:
     for round_no in range(1, MAX_ROUNDS + 1):
         if not requests:
             break
-        responses = await gather_reads(
-            [_query(table, plan, r) for r in requests], what="comment query"
-        )
+        responses = await gather_reads([_query(table, plan, r) for r in requests])
         for request, response in zip(requests, responses, strict=True):
             executed.append(_absorb(request, response, round_no))
         result = merging.merge(

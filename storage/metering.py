@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.errors import StorageError
+from storage.errors import CallBudgetExceeded
 from storage.types import DynamoClient, Response
 from storage.wrapping import ClientWrapper
 
@@ -28,10 +28,6 @@ _CAPACITY_CALLS = frozenset(
         "delete_item",
     }
 )
-
-
-class CallBudgetExceeded(StorageError):
-    """The request has made every storage call its budget allows; this one was not made."""
 
 
 @dataclass(slots=True)

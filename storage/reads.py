@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,7 @@ from storage.executor import Page, execute
 from storage.items import comment_key, item_to_comment, item_to_counts, stats_key, stats_language
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
 from storage.planner import DEFAULT_TUNING, Tuning, plan_listing, plan_unfiltered
-from storage.retry import DEFAULT_BACKOFF, ENGINE_ERRORS, Backoff, gather_reads
+from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
 from storage.table import SORT_KEY, Index, TableRef
 from storage.types import Item, Response
 
@@ -79,10 +79,7 @@ async def _batch_chunk(table: TableRef, chunk: list[Item], backoff: Backoff) -> 
     found: list[Item] = []
     pending: dict[str, Any] = {table.name: {"Keys": chunk}}
     for attempt in range(1, backoff.attempts + 1):
-        try:
-            response = await table.client.batch_get_item(RequestItems=pending)
-        except ENGINE_ERRORS as exc:
-            raise StorageUnavailable("reading counters failed") from exc
+        response = await table.client.batch_get_item(RequestItems=pending)
         found.extend(response.get("Responses", {}).get(table.name, []))
         pending = response.get("UnprocessedKeys") or {}
         if not pending:
@@ -121,9 +118,7 @@ async def last_commented_at(table: TableRef, product_ids: Sequence[str]) -> list
     for pid in product_ids:
         keys.validate_product_id(pid)
     unique = list(dict.fromkeys(product_ids))
-    responses = await gather_reads(
-        [_newest(table, pid) for pid in unique], what="reading the newest comment"
-    )
+    responses = await gather_reads([_newest(table, pid) for pid in unique])
     newest = {}
     for pid, response in zip(unique, responses, strict=True):
         items = response.get("Items") or []
@@ -144,36 +139,19 @@ async def _newest(table: TableRef, product_id: str) -> Response:
     )
 
 
-async def scan_pages(table: TableRef) -> AsyncIterator[Response]:
-    """Every page of a strongly consistent scan of the whole table, in turn."""
-    params: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
-    while True:
-        try:
-            response = await table.client.scan(**params)
-        except ENGINE_ERRORS as exc:
-            raise StorageUnavailable("scanning the table failed") from exc
-        yield response
-        if "LastEvaluatedKey" not in response:
-            return
-        params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-
 async def leaderboard(table: TableRef, first: int = 10) -> list[LeaderEntry]:
     """Top products by 5-star count, most first: one query on the LEADERS partition."""
     if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= 100:
         raise InvalidPageRequest("first must be between 1 and 100")
-    try:
-        response = await table.client.query(
-            TableName=table.name,
-            IndexName=Index.BY_LANG_AND_RATING.value,
-            KeyConditionExpression="#pk = :leaders",
-            ExpressionAttributeNames={"#pk": Index.BY_LANG_AND_RATING.partition_attr},
-            ExpressionAttributeValues={":leaders": {"S": keys.LEADERS}},
-            ScanIndexForward=False,
-            Limit=first,
-        )
-    except ENGINE_ERRORS as exc:
-        raise StorageUnavailable("reading the leaderboard failed") from exc
+    response = await table.client.query(
+        TableName=table.name,
+        IndexName=Index.BY_LANG_AND_RATING.value,
+        KeyConditionExpression="#pk = :leaders",
+        ExpressionAttributeNames={"#pk": Index.BY_LANG_AND_RATING.partition_attr},
+        ExpressionAttributeValues={":leaders": {"S": keys.LEADERS}},
+        ScanIndexForward=False,
+        Limit=first,
+    )
     return [
         LeaderEntry(keys.product_id_from_pk(i["PK"]["S"]), int(i[SORT_KEY]["S"]))
         for i in response.get("Items", [])

@@ -1,7 +1,8 @@
 """Concurrency and retry helpers shared by reads and writes.
 
 botocore retries throttling and 5xx on single calls (standard mode) but never retries a
-cancelled transaction; ``Backoff`` is our own bounded, jittered schedule for those.
+cancelled transaction or unprocessed batch keys; ``Backoff`` is our own bounded, jittered
+schedule for those.
 """
 
 from __future__ import annotations
@@ -12,33 +13,9 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from storage.errors import StorageError, StorageUnavailable
+from storage.errors import StorageError
 
 T = TypeVar("T")
-
-# Error codes that mean "slow down and try again", on single calls and inside
-# a transaction's CancellationReasons.
-THROTTLING_CODES = frozenset(
-    {
-        "ThrottlingException",
-        "ThrottlingError",
-        "ProvisionedThroughputExceeded",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-    }
-)
-
-ENGINE_ERRORS = (ClientError, BotoCoreError, OSError, TimeoutError)
-
-
-def error_code(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        return str(exc.response.get("Error", {}).get("Code", ""))
-    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,23 +38,18 @@ class Backoff:
 DEFAULT_BACKOFF = Backoff()
 
 
-async def gather_reads(calls: list[Coroutine[Any, Any, T]], *, what: str) -> list[T]:
-    """Run reads concurrently; any engine failure fails all of them as StorageUnavailable."""
+async def gather_reads(calls: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run reads concurrently; the first storage error fails all of them (the others are
+    cancelled), raised as itself rather than as a group."""
     if len(calls) == 1:
-        try:
-            return [await calls[0]]
-        except ENGINE_ERRORS as exc:
-            raise StorageUnavailable(f"{what} failed") from exc
+        return [await calls[0]]
     tasks: list[asyncio.Task[T]] = []
     try:
         async with asyncio.TaskGroup() as group:
             tasks.extend(group.create_task(c) for c in calls)
     except BaseExceptionGroup as group_error:
-        errors = group_error.exceptions
-        own = [e for e in errors if isinstance(e, StorageError)]
+        own = [e for e in group_error.exceptions if isinstance(e, StorageError)]
         if own:
             raise own[0] from group_error
-        if all(isinstance(e, ENGINE_ERRORS) for e in errors):
-            raise StorageUnavailable(f"{what} failed") from errors[0]
         raise
     return [t.result() for t in tasks]

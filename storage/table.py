@@ -8,10 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from storage.errors import StorageUnavailable
+from storage.errors import StorageUnavailable, TableInUse
 from storage.locks import KeyedLocks
+from storage.seam import at_seam
 from storage.types import DynamoClient
 
 SORT_KEY = "GSISK"
@@ -55,11 +54,17 @@ class TableRef:
     Made once per application lifespan, next to the client. ``five_star_locks`` lets the
     writes of one process that change the same product's 5-star count take turns instead
     of racing (the conditions in the transactions still guard against other processes).
+
+    The client is put behind the seam (``storage.seam``) on creation: every call storage
+    makes goes through ``table.client``, so every engine failure leaves as a storage error.
     """
 
     client: DynamoClient
     name: str
     five_star_locks: KeyedLocks = field(default_factory=KeyedLocks, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "client", at_seam(self.client))
 
 
 def table_definition(name: str) -> dict[str, Any]:
@@ -91,22 +96,19 @@ def table_definition(name: str) -> dict[str, Any]:
 TTL_ATTR = "expiresAt"
 
 
-async def ensure_ttl(client: DynamoClient, name: str) -> None:
+async def ensure_ttl(table: TableRef) -> None:
     """Turn on TTL on ``TTL_ATTR`` unless it is on (also for tables made before it existed).
 
     Readers never rely on TTL having run: an expired item is treated as absent.
     """
-    try:
-        described = await client.describe_time_to_live(TableName=name)
-        status = described.get("TimeToLiveDescription", {}).get("TimeToLiveStatus")
-        if status in ("ENABLED", "ENABLING"):
-            return
-        await client.update_time_to_live(
-            TableName=name,
-            TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR},
-        )
-    except ClientError as exc:
-        raise StorageUnavailable(f"could not turn on TTL for table {name!r}") from exc
+    described = await table.client.describe_time_to_live(TableName=table.name)
+    status = described.get("TimeToLiveDescription", {}).get("TimeToLiveStatus")
+    if status in ("ENABLED", "ENABLING"):
+        return
+    await table.client.update_time_to_live(
+        TableName=table.name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR},
+    )
 
 
 async def create_table(client: DynamoClient, name: str, *, wait_seconds: float = 60) -> bool:
@@ -116,24 +118,24 @@ async def create_table(client: DynamoClient, name: str, *, wait_seconds: float =
     error rather than something to paper over.
     """
     validate_table_name(name)
+    table = TableRef(client, name)
     created = False
     try:
-        await client.create_table(**table_definition(name))
+        await table.client.create_table(**table_definition(name))
         created = True
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
-            raise StorageUnavailable("could not create the table") from exc
+    except TableInUse:
+        pass  # made before (by us or a concurrent create-table); its shape is checked below
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     while True:
-        described = (await client.describe_table(TableName=name))["Table"]
+        described = (await table.client.describe_table(TableName=name))["Table"]
         indexes = {g["IndexName"]: g for g in described.get("GlobalSecondaryIndexes", [])}
         missing = {i.value for i in Index} - indexes.keys()
         if missing:
             raise StorageUnavailable(f"table {name!r} exists without the indexes {sorted(missing)}")
         statuses = [described["TableStatus"], *(g["IndexStatus"] for g in indexes.values())]
         if all(s == "ACTIVE" for s in statuses):
-            await ensure_ttl(client, name)
+            await ensure_ttl(table)
             return created
         if loop.time() > deadline:
             raise StorageUnavailable(f"table {name!r} did not become ACTIVE in time")

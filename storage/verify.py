@@ -11,14 +11,12 @@ skipped; run again).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from storage import keys
-from storage.errors import StorageUnavailable
+from storage.errors import ConditionFailed
 from storage.expressions import Update
 from storage.items import (
     COUNT_ATTRS,
@@ -31,10 +29,8 @@ from storage.items import (
     stats_key,
     stats_language,
 )
-from storage.reads import scan_pages
-from storage.retry import ENGINE_ERRORS, error_code
 from storage.table import SORT_KEY, TableRef
-from storage.types import Item
+from storage.types import Item, Response
 
 StatsKey = tuple[str, str | None]  # (product id, language or None for all languages)
 
@@ -99,6 +95,17 @@ class Report:
 
 
 ProgressFn = Callable[[int], None]
+
+
+async def scan_pages(table: TableRef) -> AsyncIterator[Response]:
+    """Every page of a strongly consistent scan of the whole table, in turn."""
+    params: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
+    while True:
+        response = await table.client.scan(**params)
+        yield response
+        if "LastEvaluatedKey" not in response:
+            return
+        params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Report:
@@ -166,12 +173,8 @@ async def repair(table: TableRef, report: Report) -> Report:
         try:
             await table.client.update_item(**request)
             repaired += 1
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise StorageUnavailable("repairing counters failed") from exc
-            skipped += 1
-        except ENGINE_ERRORS as exc:
-            raise StorageUnavailable("repairing counters failed") from exc
+        except ConditionFailed:
+            skipped += 1  # written since the scan: left for the next run
     return Report(
         report.comments,
         report.stats_items,

@@ -18,7 +18,8 @@ from schema.cost import (
     Refusal,
     estimate,
 )
-from storage.metering import CallBudgetExceeded, Meter
+from storage.errors import CallBudgetExceeded
+from storage.metering import Meter
 from storage.model import NewComment
 from storage.table import TableRef
 from storage.types import Response

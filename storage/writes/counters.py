@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storage import keys
-from storage.errors import CounterInvariantBroken, StorageUnavailable
+from storage.errors import CounterInvariantBroken
 from storage.expressions import Update
 from storage.items import COUNT_ATTRS, LEADER_ATTR, TOTAL_ATTR, number, stats_key
 from storage.model import Comment
-from storage.retry import ENGINE_ERRORS
 from storage.table import SORT_KEY, TableRef
 from storage.writes.transaction import CallBudget, Cancellation, Part
 
@@ -43,16 +42,13 @@ class FiveStars:
 async def learn_five(table: TableRef, product_id: str, budget: CallBudget, seen: FiveStars) -> None:
     """Read ``count_5`` (strongly consistent) before a write that moves it."""
     budget.spend()
-    try:
-        response = await table.client.get_item(
-            TableName=table.name,
-            Key=stats_key(product_id, None),
-            ConsistentRead=True,
-            ProjectionExpression="#five",
-            ExpressionAttributeNames={"#five": FIVE},
-        )
-    except ENGINE_ERRORS as exc:
-        raise StorageUnavailable("reading counters failed") from exc
+    response = await table.client.get_item(
+        TableName=table.name,
+        Key=stats_key(product_id, None),
+        ConsistentRead=True,
+        ProjectionExpression="#five",
+        ExpressionAttributeNames={"#five": FIVE},
+    )
     seen.count = number(response.get("Item") or {}, FIVE)
 
 

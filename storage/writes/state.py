@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storage import keys
-from storage.errors import StorageUnavailable
 from storage.expressions import Placeholders
 from storage.items import comment_key, holds_slot, item_to_comment, item_version
 from storage.model import Comment
-from storage.retry import ENGINE_ERRORS
 from storage.table import TableRef
 from storage.writes.transaction import CallBudget
 
@@ -46,14 +44,11 @@ async def read_stored(
     """The comment with this id and its write state, or None."""
     if budget is not None:
         budget.spend()
-    try:
-        response = await table.client.get_item(
-            TableName=table.name,
-            Key=comment_key(keys.validate_comment_id(comment_id)),
-            ConsistentRead=True,
-        )
-    except ENGINE_ERRORS as exc:
-        raise StorageUnavailable("reading a comment failed") from exc
+    response = await table.client.get_item(
+        TableName=table.name,
+        Key=comment_key(keys.validate_comment_id(comment_id)),
+        ConsistentRead=True,
+    )
     item = response.get("Item")
     if not item:
         return None

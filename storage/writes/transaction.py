@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from storage.errors import StorageUnavailable, WriteConflict
-from storage.retry import ENGINE_ERRORS, THROTTLING_CODES, error_code
+from storage.errors import (
+    EngineFault,
+    StorageUnavailable,
+    Throttled,
+    TransactionCancelled,
+    WriteConflict,
+)
 from storage.table import TableRef
 from storage.types import Item
 
@@ -20,8 +23,15 @@ from storage.types import Item
 # means another write committed) before it reports a conflict; 16 ran out under load.
 MAX_WRITE_CALLS = 32
 
+# A cancellation reason's codes (one per action): "None" is DynamoDB's own code for an
+# action that was fine and cancelled with the others.
 CONDITION_FAILED = "ConditionalCheckFailed"
-_TRANSIENT = {"None", "TransactionConflict", *THROTTLING_CODES}
+_TRANSIENT_REASONS = {
+    "None",
+    "TransactionConflict",
+    "ProvisionedThroughputExceeded",
+    "ThrottlingError",
+}
 
 
 class CallBudget:
@@ -78,20 +88,15 @@ async def transact(
         raise ValueError(f"transaction parts need distinct names: {names}")
     try:
         await table.client.transact_write_items(TransactItems=[p.action for p in parts])
-    except ClientError as exc:
-        code = error_code(exc)
-        if code == "TransactionCanceledException":
-            raw = exc.response.get("CancellationReasons") or []
-            reasons: dict[str, tuple[str, Item | None]] = dict.fromkeys(names, ("None", None))
-            for name, reason in zip(names, raw, strict=False):
-                reasons[name] = (str(reason.get("Code") or "None"), reason.get("Item"))
-            codes = {c for c, _ in reasons.values()}
-            if codes - _TRANSIENT - {CONDITION_FAILED}:
-                raise StorageUnavailable("the write was rejected by storage") from exc
-            return Cancellation(reasons)
-        if code in THROTTLING_CODES or code == "TransactionInProgressException":
-            return Cancellation(dict.fromkeys(names, ("None", None)))
-        raise StorageUnavailable("the write failed") from exc
-    except ENGINE_ERRORS as exc:
-        raise StorageUnavailable("the write failed") from exc
+    except TransactionCancelled as exc:
+        reasons: dict[str, tuple[str, Item | None]] = dict.fromkeys(names, ("None", None))
+        for name, reason in zip(names, exc.reasons, strict=False):
+            reasons[name] = (str(reason.get("Code") or "None"), reason.get("Item"))
+        codes = {c for c, _ in reasons.values()}
+        if codes - _TRANSIENT_REASONS - {CONDITION_FAILED}:
+            raise StorageUnavailable("the write was rejected by storage") from exc
+        return Cancellation(reasons)
+    except (Throttled, EngineFault) as exc:
+        # The whole call failed for a transient reason: every action carries its code.
+        return Cancellation(dict.fromkeys(names, (exc.code, None)))
     return None

@@ -1,0 +1,101 @@
+"""The seam between this layer and the engine: the one place engine errors become ours.
+
+Every call storage makes goes through ``TableRef.client``, which is an ``EngineSeam``: a
+client wrapper that runs each call inside ``engine_errors(operation)``. That context
+manager maps botocore's and the network's exceptions onto the tree in ``storage.errors``
+(the way httpx maps its transports' exceptions in one place), naming the operation, and
+chains the original (``raise ... from exc``) so logs keep the engine's error code. Code
+above the seam catches our errors only, never ``ClientError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from storage.errors import (
+    ConditionFailed,
+    EngineFault,
+    StorageError,
+    StorageUnavailable,
+    TableInUse,
+    TableMissing,
+    Throttled,
+    TransactionCancelled,
+)
+from storage.types import DynamoClient, Response
+from storage.wrapping import ClientWrapper
+
+# What an engine call can fail with below the seam: the service's answers, botocore's own
+# failures (endpoint, credentials, retries exhausted), the network, timeouts.
+ENGINE_ERRORS = (ClientError, BotoCoreError, OSError, TimeoutError)
+
+# The service asking us to slow down. botocore's standard mode already retried these on
+# the single call; reaching us means they persisted. TransactionInProgressException means
+# the same for a transaction: another one on the same items has not finished.
+THROTTLING_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "TransactionInProgressException",
+    }
+)
+
+# The service's own transient faults (HTTP 5xx), also retried by botocore first.
+SERVER_FAULT_CODES = frozenset({"InternalServerError", "ServiceUnavailable"})
+
+
+def error_code(exc: BaseException) -> str:
+    """The engine's error code of a ClientError; empty for anything else."""
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+@contextmanager
+def engine_errors(operation: str) -> Iterator[None]:
+    """Run one engine call; its failures leave as storage errors that name ``operation``."""
+    try:
+        yield
+    except StorageError:
+        raise  # already ours (a wrapper above the engine raised it)
+    except ClientError as exc:
+        raise _translate(operation, exc) from exc
+    except (BotoCoreError, OSError, TimeoutError) as exc:
+        raise StorageUnavailable(f"{operation} failed: the engine could not be reached") from exc
+
+
+def _translate(operation: str, exc: ClientError) -> StorageError:
+    code = error_code(exc)
+    if code == "ConditionalCheckFailedException":
+        return ConditionFailed(f"{operation}: a condition did not hold", exc.response.get("Item"))
+    if code == "TransactionCanceledException":
+        return TransactionCancelled(
+            f"{operation} was cancelled", list(exc.response.get("CancellationReasons") or [])
+        )
+    if code in THROTTLING_CODES:
+        return Throttled(f"{operation} was throttled", code)
+    if code in SERVER_FAULT_CODES:
+        return EngineFault(f"{operation} failed inside the engine", code)
+    if code == "ResourceNotFoundException":
+        return TableMissing(f"{operation}: the table or index does not exist")
+    if code == "ResourceInUseException":
+        return TableInUse(f"{operation}: the table exists already")
+    return StorageUnavailable(f"{operation} failed")
+
+
+class EngineSeam(ClientWrapper):
+    """A DynamoClient whose every call raises storage errors only."""
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        with engine_errors(operation):
+            return await super()._call(operation, kwargs)
+
+
+def at_seam(client: DynamoClient) -> DynamoClient:
+    """``client`` behind the seam (unchanged when it is there already)."""
+    return client if isinstance(client, EngineSeam) else EngineSeam(client)
