@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import keys
+from storage.expressions import Attr, query_request
 from storage.items import item_to_comment
 from storage.model import Direction
 from storage.table import SORT_KEY, Index, TableRef
@@ -36,28 +37,19 @@ async def _query(
     limit: int,
     ratings: list[int] | None = None,
 ) -> dict[str, Any]:
-    names = {"#pk": index.partition_attr}
-    values: dict[str, Any] = {":pk": {"S": pk}}
-    condition = "#pk = :pk"
+    key = Attr(index.partition_attr).eq(pk)
     if position is not None:
-        names["#sk"] = SORT_KEY
-        values[":pos"] = {"S": position}
-        condition += " AND #sk < :pos" if direction is Direction.FORWARD else " AND #sk > :pos"
-    params: dict[str, Any] = {
-        "TableName": table.name,
-        "IndexName": index.value,
-        "KeyConditionExpression": condition,
-        "ScanIndexForward": direction is Direction.BACKWARD,
-        "Limit": limit,
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-    if ratings:
-        names["#r"] = "rating"
-        for n, r in enumerate(ratings):
-            values[f":r{n}"] = {"N": str(r)}
-        params["FilterExpression"] = f"#r IN ({', '.join(f':r{n}' for n in range(len(ratings)))})"
-    params["ExpressionAttributeNames"] = names
-    params["ExpressionAttributeValues"] = values
+        sort = Attr(SORT_KEY)
+        key &= sort.lt(position) if direction is Direction.FORWARD else sort.gt(position)
+    params = query_request(
+        table.name,
+        index=index.value,
+        key=key,
+        filter=Attr("rating").is_in(ratings) if ratings else None,
+        forward=direction is Direction.BACKWARD,
+        limit=limit,
+    )
+    params["ReturnConsumedCapacity"] = "TOTAL"
     result: dict[str, Any] = await table.client.query(**params)
     return result
 

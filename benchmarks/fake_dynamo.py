@@ -93,21 +93,22 @@ class FakeDynamo(ClientWrapper):
         return self._partitions
 
     def _query(self, **kwargs: Any) -> Response:
+        # Expressions as storage.expressions renders them: "(#n0 = :v0) AND (#n1 < :v1)".
         values = kwargs["ExpressionAttributeValues"]
         condition: str = kwargs["KeyConditionExpression"]
-        partition = re.match(r"#pk = (:\w+)", condition)
+        partition = re.search(r"#\w+ = (:\w+)", condition)
         if partition is None:
             raise NotImplementedError(f"the fake does not understand {condition!r}")
         entries = self._index().get((kwargs["IndexName"], values[partition.group(1)]["S"]), [])
         keys = self._keys[(kwargs["IndexName"], values[partition.group(1)]["S"])] if entries else []
         low, high = 0, len(entries)
-        if ":low" in values:
-            low = bisect.bisect_left(keys, values[":low"]["S"])
-            high = bisect.bisect_right(keys, values[":high"]["S"])
-        elif "<" in condition:
-            high = bisect.bisect_left(keys, values[":pos"]["S"])
-        elif ">" in condition:
-            low = bisect.bisect_right(keys, values[":pos"]["S"])
+        if between := re.search(r"BETWEEN (:\w+) AND (:\w+)", condition):
+            low = bisect.bisect_left(keys, values[between.group(1)]["S"])
+            high = bisect.bisect_right(keys, values[between.group(2)]["S"])
+        elif below := re.search(r"< (:\w+)", condition):
+            high = bisect.bisect_left(keys, values[below.group(1)]["S"])
+        elif above := re.search(r"> (:\w+)", condition):
+            low = bisect.bisect_right(keys, values[above.group(1)]["S"])
         # Touch only the items the query reads: O(limit), as a real index would be.
         limit = kwargs.get("Limit", high - low)
         if kwargs.get("ScanIndexForward", True):
@@ -116,7 +117,10 @@ class FakeDynamo(ClientWrapper):
             scanned = entries[max(low, high - limit) : high][::-1]
         found = [item for _, item in scanned]
         if "FilterExpression" in kwargs:
-            allowed = set(re.findall(r":r\d+", kwargs["FilterExpression"]))
+            listed = re.search(r"IN \(([^)]*)\)", kwargs["FilterExpression"])
+            if listed is None:
+                raise NotImplementedError("the fake understands rating IN (...) filters only")
+            allowed = {name.strip() for name in listed.group(1).split(",")}
             ratings = {values[name]["N"] for name in allowed}
             found = [i for i in found if i["rating"]["N"] in ratings]
         response: Response = {

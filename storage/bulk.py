@@ -7,23 +7,16 @@ can be written whole from what is loaded, leaderboard entry included.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from storage import keys
+from storage import stats
 from storage.errors import InvalidInput, StorageUnavailable
-from storage.items import (
-    COUNT_ATTRS,
-    LEADER_ATTR,
-    TOTAL_ATTR,
-    comment_to_item,
-    stats_key,
-)
+from storage.items import comment_to_item
 from storage.model import Comment
 from storage.reads import batch_get_counts
 from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import SORT_KEY, TableRef
+from storage.table import TableRef
 from storage.types import Item
 
 BATCH_WRITE_MAX = 25
@@ -65,37 +58,21 @@ async def load_new_products(
             for start in range(0, len(comments), BATCH_WRITE_MAX)
         )
     )
-    stats = _stats_items(comments)
-    for start in range(0, len(stats), BATCH_WRITE_MAX):
-        items = stats[start : start + BATCH_WRITE_MAX]
+    counters = _stats_items(comments)
+    for start in range(0, len(counters), BATCH_WRITE_MAX):
+        items = counters[start : start + BATCH_WRITE_MAX]
         await _write(table, [{"PutRequest": {"Item": item}} for item in items], backoff)
     return written
 
 
 def _stats_items(comments: Sequence[Comment]) -> list[Item]:
-    counts: Counter[tuple[str, str | None, int]] = Counter()
-    scopes: set[tuple[str, str | None]] = set()
+    tallies: dict[stats.StatsScope, list[int]] = {}
     for c in comments:
-        for scope in ((c.product_id, None), (c.product_id, c.language)):
-            counts[(*scope, c.rating)] += 1
-            scopes.add(scope)
-    items = []
-    for pid, lang in sorted(scopes, key=lambda k: (k[0], k[1] or "")):
-        by_rating = [counts[(pid, lang, r)] for r in keys.RATINGS]
-        item: dict[str, Any] = {
-            **stats_key(pid, lang),
-            "productId": {"S": pid},
-            TOTAL_ATTR: {"N": str(sum(by_rating))},
-        }
-        for attr, n in zip(COUNT_ATTRS, by_rating, strict=True):
-            item[attr] = {"N": str(n)}
-        if lang is not None:
-            item["language"] = {"S": lang}
-        elif by_rating[4] > 0:
-            item[LEADER_ATTR] = {"S": keys.LEADERS}
-            item[SORT_KEY] = {"S": keys.leader_sort_key(by_rating[4])}
-        items.append(item)
-    return items
+        stats.count_in(tallies, c.product_id, c.language, c.rating)
+    return [
+        stats.whole_item(pid, lang, tallies[(pid, lang)])
+        for pid, lang in sorted(tallies, key=lambda k: (k[0], k[1] or ""))
+    ]
 
 
 async def _write(table: TableRef, requests: list[dict[str, Any]], backoff: Backoff) -> None:

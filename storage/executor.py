@@ -23,11 +23,11 @@ from what storage returned (the page reads one item more than it returns).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from storage import keys
 from storage import merge as merging
 from storage.errors import StorageUnavailable
+from storage.expressions import Attr, query_request
 from storage.items import item_to_comment
 from storage.model import Comment, Direction
 from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit
@@ -169,41 +169,28 @@ def _known_through(p: _Partition, key: str, descending: bool) -> bool:
 
 async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
     p, limit = request.part, request.limit
-    names = {"#pk": p.spec.index.partition_attr}
-    values: dict[str, Any] = {":pk": {"S": p.spec.partition_key}}
-    condition = "#pk = :pk"
+    key = Attr(p.spec.index.partition_attr).eq(p.spec.partition_key)
+    sort = Attr(SORT_KEY)
     forward = plan.direction is Direction.FORWARD
     if request.until is not None and p.position is not None:
         # BETWEEN is inclusive: move the end at our position just past it, so the item
         # there is not read twice (no GSISK lies between the two).
-        names["#sk"] = SORT_KEY
         if forward:
             low, high = request.until, keys.key_just_below(p.position)
         else:
             low, high = keys.key_just_above(p.position), request.until
-        values[":low"], values[":high"] = {"S": low}, {"S": high}
-        condition += " AND #sk BETWEEN :low AND :high"
+        key &= sort.between(low, high)
     elif p.position is not None:
-        names["#sk"] = SORT_KEY
-        values[":pos"] = {"S": p.position}
-        condition += " AND #sk < :pos" if forward else " AND #sk > :pos"
-    params: dict[str, Any] = {
-        "TableName": table.name,
-        "IndexName": p.spec.index.value,
-        "KeyConditionExpression": condition,
-        "ScanIndexForward": plan.scan_forward,
-        "Limit": limit,
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-    if plan.filter_ratings:
-        names["#rating"] = "rating"
-        placeholders = []
-        for n, rating in enumerate(plan.filter_ratings):
-            values[f":r{n}"] = {"N": str(rating)}
-            placeholders.append(f":r{n}")
-        params["FilterExpression"] = f"#rating IN ({', '.join(placeholders)})"
-    params["ExpressionAttributeNames"] = names
-    params["ExpressionAttributeValues"] = values
+        key &= sort.lt(p.position) if forward else sort.gt(p.position)
+    params = query_request(
+        table.name,
+        index=p.spec.index.value,
+        key=key,
+        filter=Attr("rating").is_in(plan.filter_ratings) if plan.filter_ratings else None,
+        forward=plan.scan_forward,
+        limit=limit,
+    )
+    params["ReturnConsumedCapacity"] = "TOTAL"
     return await table.client.query(**params)
 
 

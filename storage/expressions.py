@@ -1,25 +1,46 @@
-"""Update and condition expressions built from small calls, names and values always through
-generated placeholders (``#n0``, ``:v0``), so no attribute name or value is ever spliced into
+"""DynamoDB requests built from small objects, names and values always through generated
+placeholders (``#n0``, ``:v0``), so no attribute name or value is ever spliced into
 expression text.
 
+Conditions compose from ``Attr`` comparisons with ``&``, ``|`` and ``~``; each request
+builder renders its expressions into one ``Placeholders``::
+
+    count = Attr("count_5")
     update = Update()
-    count = update.name("count_5")
-    update.add(count, 1)
-    update.condition(f"{count} = {update.value({'N': '3'})}")
+    update.add("count_5", 1)
+    update.condition(count.not_exists() | count.eq(3))
     request = update.request(table_name, key)
+
+    query_request(table, index=..., key=Attr("GSIPK").eq(pk) & Attr("GSISK").lt(position),
+                  filter=Attr("rating").is_in([4, 5]), forward=False, limit=21)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from storage.types import AttributeValue, Item
 
+# A value as written in Python (str, int, bool) or already in the wire format.
+Value = AttributeValue | str | int | bool
+
+
+def wire(value: Value) -> AttributeValue:
+    """The wire form of a value: ``"x"`` is ``{"S": "x"}``, ``3`` is ``{"N": "3"}``."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, bool):  # before int: bool is an int
+        return {"BOOL": value}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    return {"S": value}
+
 
 @dataclass(slots=True)
 class Placeholders:
-    """Names and values of one request, each attribute name and value given once."""
+    """Names and values of one request, each attribute name given one placeholder."""
 
     names: dict[str, str] = field(default_factory=dict)
     values: dict[str, AttributeValue] = field(default_factory=dict)
@@ -34,17 +55,11 @@ class Placeholders:
             self.names[found] = attribute
         return found
 
-    def value(self, value: AttributeValue) -> str:
+    def value(self, value: Value) -> str:
         """A new ``:v`` placeholder for a value."""
         placeholder = f":v{len(self.values)}"
-        self.values[placeholder] = value
+        self.values[placeholder] = wire(value)
         return placeholder
-
-    def number(self, value: int) -> str:
-        return self.value({"N": str(value)})
-
-    def string(self, value: str) -> str:
-        return self.value({"S": value})
 
     def into(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` with the placeholders' maps added (only those in use)."""
@@ -55,47 +70,156 @@ class Placeholders:
         return params
 
 
-@dataclass(slots=True)
-class Conditions:
-    """Conditions joined with AND."""
+class Condition:
+    """A condition (key, filter or write condition), rendered against placeholders."""
 
-    terms: list[str] = field(default_factory=list)
+    __slots__ = ()
 
-    def add(self, term: str) -> None:
-        self.terms.append(f"({term})")
+    def render(self, p: Placeholders) -> str:
+        raise NotImplementedError
 
-    def expression(self) -> str | None:
-        return " AND ".join(self.terms) if self.terms else None
+    def __and__(self, other: Condition) -> Condition:
+        return And((self, other))
+
+    def __or__(self, other: Condition) -> Condition:
+        return Or((self, other))
+
+    def __invert__(self) -> Condition:
+        return Not(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    """An attribute named in a condition."""
+
+    name: str
+
+    def eq(self, value: Value) -> Condition:
+        return Compare(self, "=", value)
+
+    def ne(self, value: Value) -> Condition:
+        return Compare(self, "<>", value)
+
+    def lt(self, value: Value) -> Condition:
+        return Compare(self, "<", value)
+
+    def le(self, value: Value) -> Condition:
+        return Compare(self, "<=", value)
+
+    def gt(self, value: Value) -> Condition:
+        return Compare(self, ">", value)
+
+    def ge(self, value: Value) -> Condition:
+        return Compare(self, ">=", value)
+
+    def between(self, low: Value, high: Value) -> Condition:
+        return Between(self, low, high)
+
+    def is_in(self, values: Sequence[Value]) -> Condition:
+        if not values:
+            raise ValueError("IN needs at least one value")
+        return In(self, tuple(values))
+
+    def exists(self) -> Condition:
+        return Exists(self, True)
+
+    def not_exists(self) -> Condition:
+        return Exists(self, False)
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(Condition):
+    attr: Attr
+    op: str
+    value: Value
+
+    def render(self, p: Placeholders) -> str:
+        return f"{p.name(self.attr.name)} {self.op} {p.value(self.value)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Between(Condition):
+    attr: Attr
+    low: Value
+    high: Value
+
+    def render(self, p: Placeholders) -> str:
+        return f"{p.name(self.attr.name)} BETWEEN {p.value(self.low)} AND {p.value(self.high)}"
+
+
+@dataclass(frozen=True, slots=True)
+class In(Condition):
+    attr: Attr
+    values: tuple[Value, ...]
+
+    def render(self, p: Placeholders) -> str:
+        listed = ", ".join(p.value(v) for v in self.values)
+        return f"{p.name(self.attr.name)} IN ({listed})"
+
+
+@dataclass(frozen=True, slots=True)
+class Exists(Condition):
+    attr: Attr
+    present: bool
+
+    def render(self, p: Placeholders) -> str:
+        function = "attribute_exists" if self.present else "attribute_not_exists"
+        return f"{function}({p.name(self.attr.name)})"
+
+
+@dataclass(frozen=True, slots=True)
+class And(Condition):
+    terms: tuple[Condition, ...]
+
+    def render(self, p: Placeholders) -> str:
+        return " AND ".join(f"({t.render(p)})" for t in self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Condition):
+    terms: tuple[Condition, ...]
+
+    def render(self, p: Placeholders) -> str:
+        return " OR ".join(f"({t.render(p)})" for t in self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Condition):
+    term: Condition
+
+    def render(self, p: Placeholders) -> str:
+        return f"NOT ({self.term.render(p)})"
+
+
+def all_of(conditions: Sequence[Condition]) -> Condition | None:
+    """The conditions joined with AND; None when there are none."""
+    if not conditions:
+        return None
+    return conditions[0] if len(conditions) == 1 else And(tuple(conditions))
 
 
 @dataclass(slots=True)
 class Update:
-    """One UpdateItem (or the Update of a transaction): SET, ADD and REMOVE clauses and an
-    optional condition."""
+    """One UpdateItem (or the Update of a transaction): SET, ADD and REMOVE clauses and the
+    conditions it commits under (all of them must hold)."""
 
     p: Placeholders = field(default_factory=Placeholders)
     sets: list[str] = field(default_factory=list)
     adds: list[str] = field(default_factory=list)
     removes: list[str] = field(default_factory=list)
-    conditions: Conditions = field(default_factory=Conditions)
+    conditions: list[Condition] = field(default_factory=list)
 
-    def name(self, attribute: str) -> str:
-        return self.p.name(attribute)
-
-    def value(self, value: AttributeValue) -> str:
-        return self.p.value(value)
-
-    def set(self, attribute: str, value: AttributeValue) -> None:
-        self.sets.append(f"{self.name(attribute)} = {self.value(value)}")
+    def set(self, attribute: str, value: Value) -> None:
+        self.sets.append(f"{self.p.name(attribute)} = {self.p.value(value)}")
 
     def add(self, attribute: str, delta: int) -> None:
-        self.adds.append(f"{self.name(attribute)} {self.p.number(delta)}")
+        self.adds.append(f"{self.p.name(attribute)} {self.p.value(delta)}")
 
     def remove(self, attribute: str) -> None:
-        self.removes.append(self.name(attribute))
+        self.removes.append(self.p.name(attribute))
 
-    def condition(self, term: str) -> None:
-        self.conditions.add(term)
+    def condition(self, condition: Condition) -> None:
+        self.conditions.append(condition)
 
     def expression(self) -> str:
         clauses = []
@@ -120,9 +244,69 @@ class Update:
             "Key": key,
             "UpdateExpression": self.expression(),
         }
-        condition = self.conditions.expression()
-        if condition is not None:
-            params["ConditionExpression"] = condition
-        if return_old:
-            params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        return self.p.into(params)
+        return _conditioned(params, self.p, all_of(self.conditions), return_old)
+
+
+def put_request(
+    table: str, item: Item, condition: Condition | None = None, *, return_old: bool = False
+) -> dict[str, Any]:
+    """The parameters of PutItem (and of a transaction's Put)."""
+    return _conditioned({"TableName": table, "Item": item}, Placeholders(), condition, return_old)
+
+
+def delete_request(
+    table: str, key: Item, condition: Condition | None = None, *, return_old: bool = False
+) -> dict[str, Any]:
+    """The parameters of DeleteItem (and of a transaction's Delete)."""
+    return _conditioned({"TableName": table, "Key": key}, Placeholders(), condition, return_old)
+
+
+def get_request(
+    table: str, key: Item, *, projection: Sequence[str] = (), consistent: bool = False
+) -> dict[str, Any]:
+    """The parameters of GetItem, reading only ``projection`` when given."""
+    p = Placeholders()
+    params: dict[str, Any] = {"TableName": table, "Key": key}
+    if consistent:
+        params["ConsistentRead"] = True
+    if projection:
+        params["ProjectionExpression"] = ", ".join(p.name(a) for a in projection)
+    return p.into(params)
+
+
+def query_request(
+    table: str,
+    *,
+    index: str | None,
+    key: Condition,
+    forward: bool,
+    limit: int,
+    filter: Condition | None = None,
+    projection: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The parameters of a Query: ``key`` on the partition (and sort) key, ``filter`` on
+    what was read (items read still count against ``limit`` and capacity)."""
+    p = Placeholders()
+    params: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": key.render(p),
+        "ScanIndexForward": forward,
+        "Limit": limit,
+    }
+    if index is not None:
+        params["IndexName"] = index
+    if filter is not None:
+        params["FilterExpression"] = filter.render(p)
+    if projection:
+        params["ProjectionExpression"] = ", ".join(p.name(a) for a in projection)
+    return p.into(params)
+
+
+def _conditioned(
+    params: dict[str, Any], p: Placeholders, condition: Condition | None, return_old: bool
+) -> dict[str, Any]:
+    if condition is not None:
+        params["ConditionExpression"] = condition.render(p)
+    if return_old:
+        params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    return p.into(params)

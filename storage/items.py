@@ -1,14 +1,14 @@
-"""Conversion between domain values and DynamoDB items (wire format)."""
+"""Comment items: conversion between comments and DynamoDB items (wire format).
+
+The stats items' shape lives in ``storage.stats``."""
 
 from __future__ import annotations
 
 from storage import keys
-from storage.model import Comment, RatingCounts
+from storage.model import Comment
 from storage.table import SORT_KEY, TTL_ATTR, Index
 from storage.types import Item
 
-COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in keys.RATINGS)
-TOTAL_ATTR = "count_total"
 # Bumped by every write to a comment; writes that move counters condition on it.
 VERSION_ATTR = "version"
 # Present (true) on comments that hold one of their author's per-product slots.
@@ -16,8 +16,6 @@ SLOT_ATTR = "holdsSlot"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
 EXPIRES_ATTR = TTL_ATTR
-# The S item doubles as the leaderboard entry on this index's partition key (and GSISK).
-LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 
 
 def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = False) -> Item:
@@ -64,6 +62,12 @@ def item_to_comment(item: Item) -> Comment:
     )
 
 
+def number(item: Item, name: str) -> int:
+    """A number attribute, 0 when absent."""
+    value = item.get(name)
+    return 0 if value is None else int(value["N"])
+
+
 def item_version(item: Item) -> int:
     """The comment's version; 0 for items written before comments carried one."""
     return number(item, VERSION_ATTR)
@@ -78,44 +82,7 @@ def is_comment_item(item: Item) -> bool:
     return pk.startswith(keys.COMMENT_PREFIX)
 
 
-def is_stats_item(item: Item) -> bool:
-    pk: str = item.get("PK", {}).get("S", "")
-    sk: str = item.get("SK", {}).get("S", "")
-    return pk.startswith(keys.PRODUCT_PREFIX) and (
-        sk == keys.STATS_ALL or sk.startswith(keys.STATS_ALL + "#")
-    )
-
-
-def number(item: Item, name: str) -> int:
-    """A number attribute, 0 when absent."""
-    value = item.get(name)
-    return 0 if value is None else int(value["N"])
-
-
-def item_to_counts(product_id: str, language: str | None, item: Item | None) -> RatingCounts:
-    """Counters of a stats item; a missing item means no comments yet.
-
-    Writes never move a counter below zero (their conditions forbid it), so a negative one
-    is corruption: ``RatingCounts`` refuses it rather than hiding it.
-    """
-    if not item:
-        return RatingCounts(product_id, language)
-    c1, c2, c3, c4, c5 = (number(item, a) for a in COUNT_ATTRS)
-    return RatingCounts(product_id, language, (c1, c2, c3, c4, c5))
-
-
 def comment_key(comment_id: str) -> Item:
     """The key of a comment item (its id is both partition and sort key)."""
     pk = {"S": keys.comment_pk(comment_id)}
     return {"PK": pk, "SK": pk}
-
-
-def stats_key(product_id: str, language: str | None) -> Item:
-    return {"PK": {"S": keys.product_pk(product_id)}, "SK": {"S": keys.stats_sk(language)}}
-
-
-def stats_language(sk: str) -> str | None:
-    """Inverse of ``keys.stats_sk``."""
-    if sk == keys.STATS_ALL:
-        return None
-    return sk.removeprefix(keys.STATS_ALL + "#")

@@ -10,10 +10,19 @@ from typing import Any
 from storage import keys
 from storage.errors import InvalidPageRequest, StorageUnavailable
 from storage.executor import Page, execute
-from storage.items import comment_key, item_to_comment, item_to_counts, stats_key, stats_language
+from storage.expressions import Attr, query_request
+from storage.items import comment_key, item_to_comment
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
 from storage.planner import DEFAULT_TUNING, Tuning, plan_listing, plan_unfiltered
 from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
+from storage.stats import (
+    LEADER_ATTR,
+    LEADER_SORT_ATTR,
+    StatsScope,
+    item_to_counts,
+    scope_of,
+    stats_key,
+)
 from storage.table import SORT_KEY, Index, TableRef
 from storage.types import Item, Response
 
@@ -34,7 +43,7 @@ async def get_counts(table: TableRef, product_id: str, language: str | None) -> 
 
 async def batch_get_counts(
     table: TableRef,
-    wanted: Sequence[tuple[str, str | None]],
+    wanted: Sequence[StatsScope],
     *,
     backoff: Backoff = DEFAULT_BACKOFF,
 ) -> list[RatingCounts]:
@@ -46,9 +55,7 @@ async def batch_get_counts(
     found = await _batch_get(
         table, [stats_key(p, lang) for p, lang in dict.fromkeys(normal)], backoff
     )
-    by_key = {
-        (keys.product_id_from_pk(i["PK"]["S"]), stats_language(i["SK"]["S"])): i for i in found
-    }
+    by_key = {scope_of(i): i for i in found}
     return [item_to_counts(p, lang, by_key.get((p, lang))) for p, lang in normal]
 
 
@@ -128,14 +135,14 @@ async def last_commented_at(table: TableRef, product_ids: Sequence[str]) -> list
 
 async def _newest(table: TableRef, product_id: str) -> Response:
     return await table.client.query(
-        TableName=table.name,
-        IndexName=Index.ALL.value,
-        KeyConditionExpression="#pk = :pk",
-        ExpressionAttributeNames={"#pk": Index.ALL.partition_attr, "#sk": SORT_KEY},
-        ExpressionAttributeValues={":pk": {"S": keys.all_pk(product_id)}},
-        ProjectionExpression="#sk",
-        ScanIndexForward=False,
-        Limit=1,
+        **query_request(
+            table.name,
+            index=Index.ALL.value,
+            key=Attr(Index.ALL.partition_attr).eq(keys.all_pk(product_id)),
+            projection=[SORT_KEY],
+            forward=False,
+            limit=1,
+        )
     )
 
 
@@ -144,15 +151,15 @@ async def leaderboard(table: TableRef, first: int = 10) -> list[LeaderEntry]:
     if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= 100:
         raise InvalidPageRequest("first must be between 1 and 100")
     response = await table.client.query(
-        TableName=table.name,
-        IndexName=Index.BY_LANG_AND_RATING.value,
-        KeyConditionExpression="#pk = :leaders",
-        ExpressionAttributeNames={"#pk": Index.BY_LANG_AND_RATING.partition_attr},
-        ExpressionAttributeValues={":leaders": {"S": keys.LEADERS}},
-        ScanIndexForward=False,
-        Limit=first,
+        **query_request(
+            table.name,
+            index=Index.BY_LANG_AND_RATING.value,
+            key=Attr(LEADER_ATTR).eq(keys.LEADERS),
+            forward=False,
+            limit=first,
+        )
     )
     return [
-        LeaderEntry(keys.product_id_from_pk(i["PK"]["S"]), int(i[SORT_KEY]["S"]))
+        LeaderEntry(keys.product_id_from_pk(i["PK"]["S"]), int(i[LEADER_SORT_ATTR]["S"]))
         for i in response.get("Items", [])
     ]

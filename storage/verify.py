@@ -12,33 +12,28 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from storage import keys
 from storage.errors import ConditionFailed
-from storage.expressions import Update
-from storage.items import (
+from storage.expressions import Attr, Update
+from storage.items import holds_slot, is_comment_item, number
+from storage.stats import (
     COUNT_ATTRS,
-    LEADER_ATTR,
-    TOTAL_ATTR,
-    holds_slot,
-    is_comment_item,
+    StatsScope,
+    StoredStats,
+    count_in,
     is_stats_item,
-    number,
+    name_scope,
+    scope_of,
+    set_counts,
     stats_key,
-    stats_language,
+    unchanged_since,
 )
-from storage.table import SORT_KEY, TableRef
+from storage.table import TableRef
 from storage.types import Item, Response
-
-StatsKey = tuple[str, str | None]  # (product id, language or None for all languages)
-
-
-@dataclass(slots=True)
-class _Tally:
-    counts: list[int] = field(default_factory=lambda: [0] * 5)
-
+from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
 
 SlotKey = tuple[str, str]  # (author partition, PRODUCT#<product>)
 
@@ -110,8 +105,8 @@ async def scan_pages(table: TableRef) -> AsyncIterator[Response]:
 
 async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Report:
     """Recount everything and report each stats item that is not exact."""
-    tallies: dict[StatsKey, _Tally] = defaultdict(_Tally)
-    stats: dict[StatsKey, Item] = {}
+    tallies: dict[StatsScope, list[int]] = {}
+    stored: dict[StatsScope, Item] = {}
     slots: defaultdict[SlotKey, int] = defaultdict(int)
     stored_slots: dict[SlotKey, int] = {}
     comments = 0
@@ -121,24 +116,21 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
             pk, sk = item["PK"]["S"], item["SK"]["S"]
             if is_comment_item(item):
                 comments += 1
-                pid, lang = item["productId"]["S"], item["language"]["S"]
-                rating = int(item["rating"]["N"])
-                for scope in ((pid, None), (pid, lang)):
-                    tallies[scope].counts[rating - 1] += 1
+                pid = item["productId"]["S"]
+                count_in(tallies, pid, item["language"]["S"], int(item["rating"]["N"]))
                 if holds_slot(item):
                     author = item["author"]["S"]
                     slots[(keys.author_pk(author), keys.author_product_sk(pid))] += 1
             elif is_stats_item(item):
-                pid = keys.product_id_from_pk(pk)
-                stats[(pid, stats_language(sk))] = item
+                stored[scope_of(item)] = item
             elif pk.startswith(keys.AUTHOR_PREFIX) and sk.startswith(keys.PRODUCT_PREFIX):
-                stored_slots[(pk, sk)] = number(item, "n")
+                stored_slots[(pk, sk)] = number(item, SLOT_COUNT_ATTR)
         scanned += response.get("ScannedCount", 0)
         if progress is not None:
             progress(scanned)
     drifts = []
-    for scope in sorted(tallies.keys() | stats.keys(), key=lambda k: (k[0], k[1] or "")):
-        drift = _compare(scope, tallies.get(scope, _Tally()), stats.get(scope, {}))
+    for scope in sorted(tallies.keys() | stored.keys(), key=lambda k: (k[0], k[1] or "")):
+        drift = _compare(scope, tallies.get(scope, [0] * len(COUNT_ATTRS)), stored.get(scope, {}))
         if drift is not None:
             drifts.append(drift)
     slot_drifts = tuple(
@@ -146,22 +138,23 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
         for key in sorted(slots.keys() | stored_slots.keys())
         if stored_slots.get(key, 0) != slots.get(key, 0)
     )
-    return Report(comments, len(stats), tuple(drifts), slot_drifts)
+    return Report(comments, len(stored), tuple(drifts), slot_drifts)
 
 
-def _compare(scope: StatsKey, tally: _Tally, item: Item) -> Drift | None:
-    # Unclamped, unlike item_to_counts: a negative counter is a drift to report.
-    stored = tuple(number(item, a) for a in (*COUNT_ATTRS, TOTAL_ATTR))
-    expected = (*tally.counts, sum(tally.counts))
-    stored_leader = expected_leader = None
-    if scope[1] is None:
-        if item.get(LEADER_ATTR, {}).get("S") == keys.LEADERS:
-            stored_leader = item.get(SORT_KEY, {}).get("S")
-        five = tally.counts[4]
-        expected_leader = keys.leader_sort_key(five) if five > 0 else None
-    if (stored, stored_leader) == (expected, expected_leader):
+def _compare(scope: StatsScope, counts: list[int], item: Item) -> Drift | None:
+    have = StoredStats.of(item)
+    want = StoredStats.expected(counts, scope_is_all=scope[1] is None)
+    if have == want:
         return None
-    return Drift(scope[0], scope[1], stored, expected, stored_leader, expected_leader, item)
+    return Drift(
+        scope[0],
+        scope[1],
+        (*have.counts, have.total),
+        (*want.counts, want.total),
+        have.leader,
+        want.leader,
+        item,
+    )
 
 
 async def repair(table: TableRef, report: Report) -> Report:
@@ -187,51 +180,16 @@ async def repair(table: TableRef, report: Report) -> Report:
 
 def _slot_repair_request(table: TableRef, drift: SlotDrift) -> dict[str, Any]:
     u = Update()
-    n = u.name("n")
-    u.set("n", {"N": str(drift.expected)})
-    if drift.stored is None:
-        u.condition(f"attribute_not_exists({n})")
-    else:
-        u.condition(f"{n} = {u.p.number(drift.stored)}")
+    u.set(SLOT_COUNT_ATTR, drift.expected)
+    n = Attr(SLOT_COUNT_ATTR)
+    u.condition(n.not_exists() if drift.stored is None else n.eq(drift.stored))
     key = {"PK": {"S": drift.key[0]}, "SK": {"S": drift.key[1]}}
     return u.request(table.name, key)
 
 
 def _repair_request(table: TableRef, drift: Drift) -> dict[str, Any]:
-    names: dict[str, str] = {"#pid": "productId"}
-    values: dict[str, Any] = {":pid": {"S": drift.product_id}}
-    sets = ["#pid = :pid"]
-    removes: list[str] = []
-    conditions: list[str] = []
-    for n, (attr, value) in enumerate(zip((*COUNT_ATTRS, TOTAL_ATTR), drift.expected, strict=True)):
-        names[f"#a{n}"] = attr
-        values[f":v{n}"] = {"N": str(value)}
-        sets.append(f"#a{n} = :v{n}")
-        if attr in drift.raw:
-            values[f":o{n}"] = drift.raw[attr]
-            conditions.append(f"#a{n} = :o{n}")
-        else:
-            conditions.append(f"attribute_not_exists(#a{n})")
-    if drift.language is not None:
-        names["#lang"] = "language"
-        values[":lang"] = {"S": drift.language}
-        sets.append("#lang = :lang")
-    else:
-        names["#lk"], names["#lsk"] = LEADER_ATTR, SORT_KEY
-        if drift.expected_leader is None:
-            removes += ["#lk", "#lsk"]
-        else:
-            values[":leaders"] = {"S": keys.LEADERS}
-            values[":pad"] = {"S": drift.expected_leader}
-            sets += ["#lk = :leaders", "#lsk = :pad"]
-    expression = "SET " + ", ".join(sets)
-    if removes:
-        expression += " REMOVE " + ", ".join(removes)
-    return {
-        "TableName": table.name,
-        "Key": stats_key(drift.product_id, drift.language),
-        "UpdateExpression": expression,
-        "ConditionExpression": " AND ".join(conditions),
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": values,
-    }
+    u = Update()
+    name_scope(u, drift.product_id, drift.language)
+    set_counts(u, drift.expected[: len(COUNT_ATTRS)], scope_is_all=drift.language is None)
+    unchanged_since(u, drift.raw)
+    return u.request(table.name, stats_key(drift.product_id, drift.language))

@@ -17,10 +17,11 @@ from storage.errors import (
     IdempotencyKeyReused,
     WriteRateLimited,
 )
-from storage.expressions import Placeholders
-from storage.items import comment_key, stats_key
+from storage.expressions import Update
+from storage.items import comment_key
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
+from storage.stats import stats_key
 from storage.table import TableRef
 from storage.types import DynamoClient, Response
 from storage.verify import verify
@@ -118,18 +119,13 @@ async def test_a_delete_never_commits_a_move_computed_from_a_stale_read(
         five = FiveStars(count=(await get_counts(table, product_id, None)).count(5))
         moved = stored.comment.__class__(**{**_fields(stored.comment), "rating": 5})
         budget = CallBudget()
-        p = Placeholders()
-        update = p.into(
-            {
-                "TableName": table.name,
-                "Key": comment_key(cid),
-                "UpdateExpression": f"SET {p.name('rating')} = {p.number(5)}, "
-                f"{p.name('version')} = {p.number(stored.version + 1)}, "
-                f"{p.name('GSI3PK')} = {p.string(keys.rating_pk(product_id, 5))}, "
-                f"{p.name('GSIPK')} = {p.string(keys.lang_rating_pk(product_id, 'en', 5))}",
-                "ConditionExpression": stored.condition(p),
-            }
-        )
+        u = Update()
+        u.set("rating", 5)
+        u.set("version", stored.version + 1)
+        u.set("GSI3PK", keys.rating_pk(product_id, 5))
+        u.set("GSIPK", keys.lang_rating_pk(product_id, "en", 5))
+        u.condition(stored.unchanged())
+        update = u.request(table.name, comment_key(cid))
         moves = [Move(stored.comment, -1), Move(moved, 1)]
         assert (
             await transact(

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage import keys
+from storage import keys, stats
 from storage.errors import CounterInvariantBroken
-from storage.expressions import Update
-from storage.items import COUNT_ATTRS, LEADER_ATTR, TOTAL_ATTR, number, stats_key
+from storage.expressions import Attr, Update, get_request
+from storage.items import number
 from storage.model import Comment
-from storage.table import SORT_KEY, TableRef
+from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Cancellation, Part
 
-FIVE = COUNT_ATTRS[4]
+FIVE = stats.FIVE_ATTR
 ALL = "stats"
 LANGUAGE = "stats-language"
 
@@ -43,11 +43,9 @@ async def learn_five(table: TableRef, product_id: str, budget: CallBudget, seen:
     """Read ``count_5`` (strongly consistent) before a write that moves it."""
     budget.spend()
     response = await table.client.get_item(
-        TableName=table.name,
-        Key=stats_key(product_id, None),
-        ConsistentRead=True,
-        ProjectionExpression="#five",
-        ExpressionAttributeNames={"#five": FIVE},
+        **get_request(
+            table.name, stats.stats_key(product_id, None), projection=[FIVE], consistent=True
+        )
     )
     seen.count = number(response.get("Item") or {}, FIVE)
 
@@ -72,40 +70,20 @@ def _update(
     table: TableRef, product_id: str, language: str | None, moves: list[Move], five: FiveStars
 ) -> Part:
     u = Update()
-    u.set("productId", {"S": product_id})
-    if language is not None:
-        u.set("language", {"S": language})
+    stats.name_scope(u, product_id, language)
     deltas = [0] * len(keys.RATINGS)
     for move in moves:
         deltas[move.comment.rating - 1] += move.delta
-    for attr, delta in zip(COUNT_ATTRS, deltas, strict=True):
-        if delta:
-            u.add(attr, delta)
-            if delta < 0:
-                u.condition(f"{u.name(attr)} >= {u.p.number(-delta)}")
-    total = sum(deltas)
-    if total:
-        u.add(TOTAL_ATTR, total)
-        if total < 0:
-            u.condition(f"{u.name(TOTAL_ATTR)} >= {u.p.number(-total)}")
+    stats.add_counts(u, deltas)
     five_delta = deltas[4]
     if language is None and five_delta:
         if five.count is None:
             raise AssertionError("a write that moves count_5 must read it first")
-        count = u.name(FIVE)
-        old = u.p.number(five.count)
-        if five.count == 0:
-            u.condition(f"attribute_not_exists({count}) OR {count} = {old}")
-        else:
-            u.condition(f"{count} = {old}")
-        after = five.count + five_delta
-        if after > 0:
-            u.set(LEADER_ATTR, {"S": keys.LEADERS})
-            u.set(SORT_KEY, {"S": keys.leader_sort_key(after)})
-        else:
-            u.remove(LEADER_ATTR)
-            u.remove(SORT_KEY)
-    request = u.request(table.name, stats_key(product_id, language), return_old=True)
+        count = Attr(FIVE)
+        same = count.eq(five.count)
+        u.condition(count.not_exists() | same if five.count == 0 else same)
+        stats.set_leader(u, five.count + five_delta)
+    request = u.request(table.name, stats.stats_key(product_id, language), return_old=True)
     return Part(_part_name(language), {"Update": request})
 
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from storage import keys
 from storage.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
+from storage.expressions import Attr, put_request
 from storage.items import comment_to_item
 from storage.model import Comment, NewComment
 from storage.retry import DEFAULT_BACKOFF, Backoff
@@ -120,11 +121,11 @@ def _parts(
     # first request used up the author's slot on this product).
     if new.idempotency_key is not None:
         parts.append(idempotency.record_part(table, new, comment, now))
-    put = {
-        "TableName": table.name,
-        "Item": comment_to_item(comment, version=1, holds_slot=True),
-        "ConditionExpression": "attribute_not_exists(PK)",
-    }
+    put = put_request(
+        table.name,
+        comment_to_item(comment, version=1, holds_slot=True),
+        Attr("PK").not_exists(),  # ids are random: a clash must fail, never overwrite
+    )
     parts.append(Part(COMMENT, {"Put": put}))
     parts += counters.parts(table, [counters.Move(comment, 1)], five)
     parts.append(

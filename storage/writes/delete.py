@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from storage import keys
 from storage.errors import CommentNotFound, NotAuthor, WriteConflict
-from storage.expressions import Placeholders
+from storage.expressions import delete_request
 from storage.items import comment_key
 from storage.model import Comment
 from storage.retry import DEFAULT_BACKOFF, Backoff
@@ -78,14 +78,7 @@ async def _delete_as_read(
 
 
 def _parts(table: TableRef, stored: Stored, five: counters.FiveStars) -> list[Part]:
-    p = Placeholders()
-    delete = p.into(
-        {
-            "TableName": table.name,
-            "Key": comment_key(stored.comment.comment_id),
-            "ConditionExpression": stored.condition(p),
-        }
-    )
+    delete = delete_request(table.name, comment_key(stored.comment.comment_id), stored.unchanged())
     parts = [Part(COMMENT, {"Delete": delete})]
     parts += counters.parts(table, [counters.Move(stored.comment, -1)], five)
     if stored.holds_slot:

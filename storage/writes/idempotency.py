@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from storage import keys
 from storage.errors import IdempotencyKeyReused
-from storage.expressions import Placeholders
+from storage.expressions import Attr, put_request
 from storage.items import EXPIRES_ATTR, number
 from storage.model import Comment, NewComment
 from storage.table import TableRef
@@ -54,19 +54,9 @@ def record_part(table: TableRef, new: NewComment, comment: Comment, now: datetim
     }
     if comment.author_name is not None:
         item["authorName"] = {"S": comment.author_name}
-    p = Placeholders()
-    condition = (
-        f"attribute_not_exists({p.name('PK')}) OR {p.name(EXPIRES_ATTR)} < "
-        f"{p.number(int(now.timestamp()))}"
-    )
-    put = p.into(
-        {
-            "TableName": table.name,
-            "Item": item,
-            "ConditionExpression": condition,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-    )
+    # An expired record that TTL has not deleted yet counts as absent.
+    condition = Attr("PK").not_exists() | Attr(EXPIRES_ATTR).lt(int(now.timestamp()))
+    put = put_request(table.name, item, condition, return_old=True)
     return Part(PART, {"Put": put})
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from storage import keys
-from storage.expressions import Update
+from storage.expressions import Attr, Update
 from storage.items import EXPIRES_ATTR
 from storage.table import TableRef
 from storage.writes.transaction import Part
@@ -50,12 +50,12 @@ def product_part(
 ) -> Part:
     """Count a comment of ``author`` on the product in (+1) or out (-1)."""
     u = Update()
-    n = u.name(COUNT_ATTR)
+    n = Attr(COUNT_ATTR)
     u.add(COUNT_ATTR, delta)
     if delta > 0 and limit is not None:
-        u.condition(f"attribute_not_exists({n}) OR {n} <= {u.p.number(limit - delta)}")
+        u.condition(n.not_exists() | n.le(limit - delta))
     elif delta < 0:
-        u.condition(f"{n} >= {u.p.number(-delta)}")
+        u.condition(n.ge(-delta))
     key = {
         "PK": {"S": keys.author_pk(author)},
         "SK": {"S": keys.author_product_sk(product_id)},
@@ -71,11 +71,11 @@ def hour_part(table: TableRef, author: str, now: datetime, limit: int) -> Part:
     """Count a new comment in the author's current hour, within ``limit``."""
     hour = hour_of(now)
     u = Update()
-    n = u.name(COUNT_ATTR)
+    n = Attr(COUNT_ATTR)
     u.add(COUNT_ATTR, 1)
     # Kept an hour past its window, then left to TTL.
-    u.set(EXPIRES_ATTR, {"N": str(int((hour + timedelta(hours=2)).timestamp()))})
-    u.condition(f"attribute_not_exists({n}) OR {n} < {u.p.number(limit)}")
+    u.set(EXPIRES_ATTR, int((hour + timedelta(hours=2)).timestamp()))
+    u.condition(n.not_exists() | n.lt(limit))
     key = {
         "PK": {"S": keys.author_pk(author)},
         "SK": {"S": keys.author_hour_sk(hour.strftime("%Y-%m-%dT%H"))},

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storage import keys
-from storage.expressions import Placeholders
-from storage.items import comment_key, holds_slot, item_to_comment, item_version
+from storage.expressions import Attr, Condition, all_of
+from storage.items import VERSION_ATTR, comment_key, holds_slot, item_to_comment, item_version
 from storage.model import Comment
 from storage.table import TableRef
 from storage.writes.transaction import CallBudget
@@ -21,21 +21,20 @@ class Stored:
     version: int
     holds_slot: bool
 
-    def condition(self, p: Placeholders) -> str:
+    def unchanged(self) -> Condition:
         """True only while the comment is exactly as read: the same version, and the same
         rating and language (what counters were computed from), so a write computed from
         this read cannot commit over any later write."""
-        version = p.name("version")
+        version = Attr(VERSION_ATTR)
         same = [
-            f"{p.name('rating')} = {p.number(self.comment.rating)}",
-            f"{p.name('language')} = {p.string(self.comment.language)}",
+            Attr("rating").eq(self.comment.rating),
+            Attr("language").eq(self.comment.language),
+            # Written before comments carried versions: the first versioned write adds one.
+            version.not_exists() if self.version == 0 else version.eq(self.version),
         ]
-        if self.version == 0:
-            # Written before comments carried versions; the first versioned write adds one.
-            same.append(f"attribute_not_exists({version})")
-        else:
-            same.append(f"{version} = {p.number(self.version)}")
-        return " AND ".join(same)
+        condition = all_of(same)
+        assert condition is not None
+        return condition
 
 
 async def read_stored(

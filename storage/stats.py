@@ -1,0 +1,168 @@
+"""The stats item: one per product and scope, its counters and its leaderboard entry.
+
+A product has an ``S`` item (all languages) and an ``S#<lang>`` item per language it has
+comments in. Each holds ``count_1`` to ``count_5`` and ``count_total``; the ``S`` item of a
+product with 5-star comments doubles as its leaderboard entry (``LEADER_ATTR`` set to
+``LEADERS`` and the sort key to the padded 5-star count). This module is the one
+definition of that shape: items, bulk loading, the writes' counter moves and verify all
+build and read it through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storage import keys
+from storage.expressions import Attr, Update
+from storage.items import number
+from storage.model import RatingCounts
+from storage.table import SORT_KEY, Index
+from storage.types import Item
+
+# (product id, language or None for all languages): which stats item.
+StatsScope = tuple[str, str | None]
+
+COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in keys.RATINGS)
+FIVE_ATTR = COUNT_ATTRS[4]
+TOTAL_ATTR = "count_total"
+# The S item doubles as the leaderboard entry on this index's partition key (and GSISK).
+LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
+LEADER_SORT_ATTR = SORT_KEY
+
+
+def stats_key(product_id: str, language: str | None) -> Item:
+    return {"PK": {"S": keys.product_pk(product_id)}, "SK": {"S": keys.stats_sk(language)}}
+
+
+def stats_language(sk: str) -> str | None:
+    """Inverse of ``keys.stats_sk``."""
+    if sk == keys.STATS_ALL:
+        return None
+    return sk.removeprefix(keys.STATS_ALL + "#")
+
+
+def is_stats_item(item: Item) -> bool:
+    pk: str = item.get("PK", {}).get("S", "")
+    sk: str = item.get("SK", {}).get("S", "")
+    return pk.startswith(keys.PRODUCT_PREFIX) and (
+        sk == keys.STATS_ALL or sk.startswith(keys.STATS_ALL + "#")
+    )
+
+
+def scope_of(item: Item) -> StatsScope:
+    """Which product and language a stats item counts."""
+    return keys.product_id_from_pk(item["PK"]["S"]), stats_language(item["SK"]["S"])
+
+
+def leader_sort_key(five: int) -> str | None:
+    """The leaderboard entry's sort key for a 5-star count; None: no entry (no 5 stars)."""
+    return keys.leader_sort_key(five) if five > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredStats:
+    """A stats item's counters and leaderboard entry exactly as stored (unclamped: a
+    negative counter is corruption to report, not to hide)."""
+
+    counts: tuple[int, ...]  # count_1 .. count_5
+    total: int
+    leader: str | None  # the entry's sort key, None without an entry
+
+    @classmethod
+    def of(cls, item: Item) -> StoredStats:
+        leader = None
+        if item.get(LEADER_ATTR, {}).get("S") == keys.LEADERS:
+            leader = item.get(LEADER_SORT_ATTR, {}).get("S")
+        return cls(tuple(number(item, a) for a in COUNT_ATTRS), number(item, TOTAL_ATTR), leader)
+
+    @classmethod
+    def expected(cls, counts: Sequence[int], *, scope_is_all: bool) -> StoredStats:
+        """What the item of these counts holds: the total, and the leaderboard entry on the
+        all-languages item only."""
+        leader = leader_sort_key(counts[4]) if scope_is_all else None
+        return cls(tuple(counts), sum(counts), leader)
+
+
+def count_in(
+    tallies: dict[StatsScope, list[int]], product_id: str, language: str, rating: int
+) -> None:
+    """Count one comment in both stats items it belongs to (all languages and its own)."""
+    for scope in ((product_id, None), (product_id, language)):
+        tallies.setdefault(scope, [0] * len(COUNT_ATTRS))[rating - 1] += 1
+
+
+def item_to_counts(product_id: str, language: str | None, item: Item | None) -> RatingCounts:
+    """Counters of a stats item; a missing item means no comments yet.
+
+    Writes never move a counter below zero (their conditions forbid it), so a negative one
+    is corruption: ``RatingCounts`` refuses it rather than hiding it.
+    """
+    if not item:
+        return RatingCounts(product_id, language)
+    c1, c2, c3, c4, c5 = (number(item, a) for a in COUNT_ATTRS)
+    return RatingCounts(product_id, language, (c1, c2, c3, c4, c5))
+
+
+def whole_item(product_id: str, language: str | None, counts: Sequence[int]) -> Item:
+    """A complete stats item for these counts (bulk loading of new products)."""
+    item: Item = {
+        **stats_key(product_id, language),
+        "productId": {"S": product_id},
+        TOTAL_ATTR: {"N": str(sum(counts))},
+    }
+    for attr, n in zip(COUNT_ATTRS, counts, strict=True):
+        item[attr] = {"N": str(n)}
+    if language is not None:
+        item["language"] = {"S": language}
+    else:
+        leader = leader_sort_key(counts[4])
+        if leader is not None:
+            item[LEADER_ATTR] = {"S": keys.LEADERS}
+            item[LEADER_SORT_ATTR] = {"S": leader}
+    return item
+
+
+def name_scope(update: Update, product_id: str, language: str | None) -> None:
+    """SET the attributes that say which scope an item counts (kept for readers of raw
+    items and for verify)."""
+    update.set("productId", product_id)
+    if language is not None:
+        update.set("language", language)
+
+
+def add_counts(update: Update, deltas: Sequence[int]) -> None:
+    """ADD each rating's delta and the total's; a decrement conditions on the counter
+    holding at least what it takes away, so no counter can go below zero."""
+    for attr, delta in (*zip(COUNT_ATTRS, deltas, strict=True), (TOTAL_ATTR, sum(deltas))):
+        if delta:
+            update.add(attr, delta)
+            if delta < 0:
+                update.condition(Attr(attr).ge(-delta))
+
+
+def set_counts(update: Update, counts: Sequence[int], *, scope_is_all: bool) -> None:
+    """SET every counter (and the leaderboard entry) to exactly these counts."""
+    for attr, n in (*zip(COUNT_ATTRS, counts, strict=True), (TOTAL_ATTR, sum(counts))):
+        update.set(attr, n)
+    if scope_is_all:
+        set_leader(update, counts[4])
+
+
+def set_leader(update: Update, five: int) -> None:
+    """Make the leaderboard entry match a 5-star count (removed at zero)."""
+    leader = leader_sort_key(five)
+    if leader is None:
+        update.remove(LEADER_ATTR)
+        update.remove(LEADER_SORT_ATTR)
+    else:
+        update.set(LEADER_ATTR, keys.LEADERS)
+        update.set(LEADER_SORT_ATTR, leader)
+
+
+def unchanged_since(update: Update, item: Item) -> None:
+    """Condition the update on every counter still holding what ``item`` held (absent
+    ones still absent): nothing written since that read is overwritten."""
+    for attr in (*COUNT_ATTRS, TOTAL_ATTR):
+        stored = item.get(attr)
+        update.condition(Attr(attr).not_exists() if stored is None else Attr(attr).eq(stored))
