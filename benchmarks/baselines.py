@@ -13,9 +13,10 @@ from typing import Any
 
 from storage import keys
 from storage.expressions import Attr, query_request
+from storage.indexes import SORT_KEY, Index
 from storage.items import item_to_comment
 from storage.model import Direction
-from storage.table import SORT_KEY, Index, TableRef
+from storage.table import TableRef
 
 
 @dataclass(frozen=True, slots=True)

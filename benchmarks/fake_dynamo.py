@@ -11,7 +11,7 @@ import bisect
 import re
 from typing import Any
 
-from storage.table import SORT_KEY, Index, table_definition
+from storage.indexes import SORT_KEY, Index, table_definition
 from storage.types import Item, Response
 from storage.wrapping import ClientWrapper
 

@@ -28,11 +28,12 @@ from storage import keys
 from storage import merge as merging
 from storage.errors import StorageUnavailable
 from storage.expressions import Attr, query_request
+from storage.indexes import SORT_KEY
 from storage.items import item_to_comment
 from storage.model import Comment, Direction
 from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit
 from storage.retry import gather_reads
-from storage.table import SORT_KEY, TableRef
+from storage.table import TableRef
 from storage.types import Response
 
 # A top-up round always progresses (reads at least one item or ends a partition); this only

@@ -5,8 +5,8 @@ The stats items' shape lives in ``storage.stats``."""
 from __future__ import annotations
 
 from storage import keys
+from storage.indexes import SORT_KEY, TTL_ATTR, Index
 from storage.model import Comment
-from storage.table import SORT_KEY, TTL_ATTR, Index
 from storage.types import Item
 
 # Bumped by every write to a comment; writes that move counters condition on it.

@@ -29,8 +29,8 @@ import math
 from dataclasses import dataclass, replace
 
 from storage import keys
+from storage.indexes import SORT_KEY, Index
 from storage.model import Direction, ListingFilter, PageRequest, RatingCounts
-from storage.table import SORT_KEY, Index
 
 
 class Strategy(enum.Enum):

@@ -11,6 +11,7 @@ from storage import keys
 from storage.errors import InvalidPageRequest, StorageUnavailable
 from storage.executor import Page, execute
 from storage.expressions import Attr, query_request
+from storage.indexes import SORT_KEY, Index
 from storage.items import comment_key, item_to_comment
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
 from storage.planner import DEFAULT_TUNING, Tuning, plan_listing, plan_unfiltered
@@ -23,7 +24,7 @@ from storage.stats import (
     scope_of,
     stats_key,
 )
-from storage.table import SORT_KEY, Index, TableRef
+from storage.table import TableRef
 from storage.types import Item, Response
 
 BATCH_GET_MAX = 100

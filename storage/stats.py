@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from storage import keys
 from storage.expressions import Attr, Update
+from storage.indexes import SORT_KEY, Index
 from storage.items import number
 from storage.model import RatingCounts
-from storage.table import SORT_KEY, Index
 from storage.types import Item
 
 # (product id, language or None for all languages): which stats item.
