@@ -39,7 +39,7 @@ async def create_comment(
         language=language,
         rating=rating,
         body=body,
-        author=who.author_id,
+        author_id=who.author_id,
         author_name=who.name,
         title=title,
         idempotency_key=idempotency_key,
@@ -54,6 +54,6 @@ async def delete_comment(ctx: Context, comment_id: str) -> Comment:
     who = viewer(ctx)
     keys.validate_comment_id(comment_id)
     author = None if who.is_moderator else who.author_id
-    deleted = await ctx.storage(remove_comment(ctx.table, comment_id, author=author))
+    deleted = await ctx.storage(remove_comment(ctx.table, comment_id, author_id=author))
     ctx.loaders.forget_writes(comment_id)
     return deleted

@@ -46,7 +46,7 @@ class Comment(relay.Node):
             body=c.body,
             author=c.display_author,
             created_at=DateTime(c.created_at),
-            subject=c.author,
+            subject=c.author_id,
         )
 
     # The token's sub of the author: never shown as is, except to its owner and moderators.

@@ -91,7 +91,7 @@ def synthetic_comments(plan: list[tuple[str, int, bool]], rng: random.Random) ->
                 rating=rating,
                 title=phrase if rng.random() < 0.7 else None,
                 body=f"{phrase}. " * rng.randint(1, 4),
-                author=author,
+                author_id=author,
                 created_at=keys.format_timestamp(moment),
                 author_name=author.capitalize(),
             )

@@ -33,7 +33,7 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
         "language": {"S": lang},
         "rating": {"N": str(rating)},
         "body": {"S": comment.body},
-        "author": {"S": comment.author},
+        "author": {"S": comment.author_id},  # the stored name predates the field's
         "createdAt": {"S": comment.created_at},
         VERSION_ATTR: {"N": str(version)},
     }
@@ -56,7 +56,7 @@ def item_to_comment(item: Item) -> Comment:
         rating=int(item["rating"]["N"]),
         title=None if title is None else title["S"],
         body=item["body"]["S"],
-        author=item["author"]["S"],
+        author_id=item["author"]["S"],
         created_at=item["createdAt"]["S"],
         author_name=None if name is None else name["S"],
     )

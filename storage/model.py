@@ -36,7 +36,7 @@ class Comment:
     rating: int
     title: str | None
     body: str
-    author: str  # the author's id: who may delete it
+    author_id: str  # who wrote it (the token's sub): who may delete it; never shown as is
     created_at: str  # ISO-8601 UTC with milliseconds
     author_name: str | None = None  # display name at the time of writing; None: the id
 
@@ -112,7 +112,7 @@ class NewComment:
     language: str
     rating: int
     body: str
-    author: str
+    author_id: str
     title: str | None = None
     idempotency_key: str | None = None
     created_at: str | None = None
@@ -132,7 +132,7 @@ class NewComment:
         for attribute, value in checked.items():
             object.__setattr__(self, attribute, value)
         # The author id and the key are compared, never shown: checked, not normalised.
-        _check_token("author", self.author, AUTHOR_MAX)
+        _check_token("author id", self.author_id, AUTHOR_MAX)
         if self.idempotency_key is not None:
             _check_token("idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX)
         if self.created_at is not None:

@@ -108,8 +108,8 @@ async def test_ap4_one_comment(table: TableRef, product: list[Comment]) -> None:
 async def test_ap5_delete(table: TableRef, product_id: str) -> None:
     made = (await create_comment(table, NewComment(product_id, "en", 5, "hi", "ann"))).comment
     with pytest.raises(NotAuthor):
-        await delete_comment(table, made.comment_id, author="bob")
-    assert await delete_comment(table, made.comment_id, author="ann") == made
+        await delete_comment(table, made.comment_id, author_id="bob")
+    assert await delete_comment(table, made.comment_id, author_id="ann") == made
     assert await get_comment(table, made.comment_id) is None
     before = await get_counts(table, product_id, None)
     with pytest.raises(CommentNotFound):

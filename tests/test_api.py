@@ -233,7 +233,7 @@ async def test_comment_node_and_nodes(api: Api, seeded: list[Comment], product_i
     assert (c["title"], c["body"], c["authorId"], c["createdAt"]) == (
         target.title,
         target.body,
-        public_author_id(author_key(SECRET), target.author),
+        public_author_id(author_key(SECRET), target.author_id),
         target.created_at,
     )
     assert c["product"] == {"productId": product_id}

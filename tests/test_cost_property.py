@@ -80,7 +80,7 @@ def _seed() -> list[Comment]:
                     rating=rng.choice(RATINGS),
                     title=None if n % 3 else f"title {n}",
                     body=f"comment {n} on {product}",
-                    author=f"author-{n % 9}",
+                    author_id=f"author-{n % 9}",
                     created_at=keys.format_timestamp(
                         keys.parse_timestamp("2025-01-01T00:00:00.000Z").replace(
                             day=1 + n % 28, hour=n % 24, minute=n % 60

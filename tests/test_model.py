@@ -54,7 +54,7 @@ def _new(**overrides: object) -> NewComment:
         "language": "en",
         "rating": 4,
         "body": "Good",
-        "author": "ann",
+        "author_id": "ann",
     }
     fields.update(overrides)
     return NewComment(**fields)  # type: ignore[arg-type]
@@ -74,7 +74,7 @@ def test_new_comment_normalises() -> None:
         {"body": "x" * 10_001},
         {"title": "t" * 201},
         {"body": "bell\x07"},
-        {"author": ""},
+        {"author_id": ""},
         {"idempotency_key": ""},
         # C1 controls, bidi overrides and isolates: text that displays as something else.
         {"body": "price \x85 list"},

@@ -188,10 +188,12 @@ class WriteRaces(RuleBasedStateMachine):
                     jobs.append((op, self._create(table, op)))
             elif self.seen:
                 cid = self.seen[op.pick % len(self.seen)]
-                author = None if op.as_moderator else before.get(cid, _nobody()).author
+                author = None if op.as_moderator else before.get(cid, _nobody()).author_id
                 table = self.tables[n % 2]
                 n += 1
-                jobs.append(((op, cid), delete_comment(table, cid, author=author, backoff=BACKOFF)))
+                jobs.append(
+                    ((op, cid), delete_comment(table, cid, author_id=author, backoff=BACKOFF))
+                )
         read_jobs = [self._read(r, stable, before) for r in readers]
         outcomes = await asyncio.gather(
             *(job for _, job in jobs), *read_jobs, return_exceptions=True
@@ -239,7 +241,8 @@ class WriteRaces(RuleBasedStateMachine):
                 held = [
                     c
                     for c in {**before, **self.live}.values()
-                    if c.author == self.author(op.author) and c.product_id == self.pid(op.product)
+                    if c.author_id == self.author(op.author)
+                    and c.product_id == self.pid(op.product)
                 ]
                 assert len(held) >= PER_PRODUCT, (op, held)
                 return
@@ -330,7 +333,7 @@ class WriteRaces(RuleBasedStateMachine):
         assert report.exact, report.describe()
         held: dict[tuple[str, str], int] = {}
         for c in self.live.values():
-            held[(c.author, c.product_id)] = held.get((c.author, c.product_id), 0) + 1
+            held[(c.author_id, c.product_id)] = held.get((c.author_id, c.product_id), 0) + 1
         assert max(held.values(), default=0) <= PER_PRODUCT
 
 

@@ -186,7 +186,7 @@ def _new(pid: str, **changes: Any) -> NewComment:
         "rating": 4,
         "body": "Works well.",
         # Keys are per author, and authors are per test (the table is shared).
-        "author": f"a-{pid}",
+        "author_id": f"a-{pid}",
         "title": "Good",
         "idempotency_key": "order-1",
     }
@@ -229,9 +229,9 @@ async def test_same_key_on_another_product_is_another_request(
 ) -> None:
     await create_comment(table, _new(product_id))
     with pytest.raises(IdempotencyKeyReused):
-        await create_comment(table, _new(f"{product_id}-b", author=f"a-{product_id}"))
+        await create_comment(table, _new(f"{product_id}-b", author_id=f"a-{product_id}"))
     # Keys are per author: another author may use the same key.
-    other = await create_comment(table, _new(product_id, author=f"b-{product_id}"))
+    other = await create_comment(table, _new(product_id, author_id=f"b-{product_id}"))
     assert other.created
 
 
@@ -281,9 +281,9 @@ async def test_one_comment_per_author_and_product_by_default(
         )
     assert (await get_counts(table, product_id, None)).total == 1
     # Another product, another author: allowed. A retry of the first request: its result.
-    other = _new(f"{product_id}-b", author=f"a-{product_id}", idempotency_key=None)
+    other = _new(f"{product_id}-b", author_id=f"a-{product_id}", idempotency_key=None)
     await create_comment(table, other, write_limits=limits)
-    await create_comment(table, _new(product_id, author=f"b-{product_id}"), write_limits=limits)
+    await create_comment(table, _new(product_id, author_id=f"b-{product_id}"), write_limits=limits)
     # Deleting gives the slot back.
     await delete_comment(table, made.comment.comment_id)
     await create_comment(table, _new(product_id, idempotency_key=None), write_limits=limits)
@@ -328,14 +328,14 @@ async def test_hourly_rate_per_author(table: TableRef, product_id: str) -> None:
     for n in range(3):
         await create_comment(
             table,
-            _new(f"{product_id}-{n}", author=author, idempotency_key=None),
+            _new(f"{product_id}-{n}", author_id=author, idempotency_key=None),
             write_limits=limits,
             clock=at(T0 + timedelta(minutes=n)),
         )
     with pytest.raises(WriteRateLimited) as refused:
         await create_comment(
             table,
-            _new(f"{product_id}-x", author=author, idempotency_key=None),
+            _new(f"{product_id}-x", author_id=author, idempotency_key=None),
             write_limits=limits,
             clock=at(T0 + timedelta(minutes=10)),
         )
@@ -344,7 +344,7 @@ async def test_hourly_rate_per_author(table: TableRef, product_id: str) -> None:
     assert (await get_counts(table, f"{product_id}-x", None)).total == 0
     await create_comment(
         table,
-        _new(f"{product_id}-x", author=author, idempotency_key=None),
+        _new(f"{product_id}-x", author_id=author, idempotency_key=None),
         write_limits=limits,
         clock=at(T0 + timedelta(hours=1)),
     )

@@ -67,7 +67,7 @@ async def create_comment(
         rating=new.rating,
         title=new.title,
         body=new.body,
-        author=new.author,
+        author_id=new.author_id,
         created_at=new.created_at or keys.format_timestamp(now),
         author_name=new.author_name,
     )
@@ -129,8 +129,10 @@ def _parts(
     parts.append(Part(COMMENT, {"Put": put}))
     parts += counters.parts(table, [counters.Move(comment, 1)], five)
     parts.append(
-        limits.product_part(table, comment.author, comment.product_id, 1, write_limits.per_product)
+        limits.product_part(
+            table, comment.author_id, comment.product_id, 1, write_limits.per_product
+        )
     )
     if write_limits.per_hour is not None:
-        parts.append(limits.hour_part(table, comment.author, now, write_limits.per_hour))
+        parts.append(limits.hour_part(table, comment.author_id, now, write_limits.per_hour))
     return parts

@@ -22,12 +22,12 @@ async def delete_comment(
     table: TableRef,
     comment_id: str,
     *,
-    author: str | None = None,
+    author_id: str | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
 ) -> Comment:
     """Delete a comment and uncount it; deleting an absent comment changes nothing.
 
-    With ``author`` the delete only happens if the comment is that author's (``NotAuthor``).
+    With ``author_id`` the delete only happens if the comment is that author's (``NotAuthor``).
     The counters move by what the comment was when the delete committed: if it changed
     after our read, the delete reads it again and recomputes.
     """
@@ -38,7 +38,7 @@ async def delete_comment(
         stored = await read_stored(table, comment_id, budget)
         if stored is None:
             raise CommentNotFound(f"comment {comment_id} does not exist")
-        if author is not None and stored.comment.author != author:
+        if author_id is not None and stored.comment.author_id != author_id:
             raise NotAuthor("the comment belongs to another author")
         async with five_star_turn(table, stored.comment):
             outcome = await _delete_as_read(table, stored, budget, backoff)
@@ -83,6 +83,8 @@ def _parts(table: TableRef, stored: Stored, five: counters.FiveStars) -> list[Pa
     parts += counters.parts(table, [counters.Move(stored.comment, -1)], five)
     if stored.holds_slot:
         parts.append(
-            limits.product_part(table, stored.comment.author, stored.comment.product_id, -1, None)
+            limits.product_part(
+                table, stored.comment.author_id, stored.comment.product_id, -1, None
+            )
         )
     return parts

@@ -43,7 +43,7 @@ def record_part(table: TableRef, new: NewComment, comment: Comment, now: datetim
     """Put the key's record unless an unexpired one exists (ALL_OLD returns it then)."""
     if new.idempotency_key is None:
         raise ValueError("a record needs an idempotency key")
-    pk = {"S": keys.idempotency_pk(new.author, new.idempotency_key)}
+    pk = {"S": keys.idempotency_pk(new.author_id, new.idempotency_key)}
     item: Item = {
         "PK": pk,
         "SK": pk,
@@ -84,7 +84,7 @@ def replay(new: NewComment, record: Item, now: datetime) -> Replayed | None:
             rating=new.rating,
             title=new.title,
             body=new.body,
-            author=new.author,
+            author_id=new.author_id,
             created_at=record["createdAt"]["S"],
             author_name=None if name is None else name["S"],
         )
