@@ -12,12 +12,11 @@ from aiodataloader import DataLoader
 
 from storage.model import Comment, RatingCounts
 from storage.reads import batch_get_comments, batch_get_counts, last_commented_at
+from storage.stats import StatsScope
 from storage.table import TableRef
 
-StatsKey = tuple[str, str | None]
 
-
-class StatsByProductLanguageLoader(DataLoader[StatsKey, RatingCounts]):
+class StatsByProductLanguageLoader(DataLoader[StatsScope, RatingCounts]):
     """Counters by (product, language or None); missing items are zero counts."""
 
     def __init__(self, table: TableRef, deadline: float) -> None:
@@ -25,7 +24,7 @@ class StatsByProductLanguageLoader(DataLoader[StatsKey, RatingCounts]):
         self.table = table
         self.deadline = deadline
 
-    async def batch_load_fn(self, keys: list[StatsKey]) -> list[RatingCounts]:
+    async def batch_load_fn(self, keys: list[StatsScope]) -> list[RatingCounts]:
         async with asyncio.timeout_at(self.deadline):
             return await batch_get_counts(self.table, keys)
 

@@ -17,13 +17,13 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from schema.caches import DocumentCaches
-from schema.comment import Comment
+from schema.comments.types import Comment
 from schema.cost import MAX_NODES, cost_limit
 from schema.errors import StorageReport, with_codes
 from schema.garbage import LargeRequestCollector
 from schema.limits import ListLimit, alias_limit, depth_limit, size_limit
 from schema.mutation import Mutation
-from schema.product import Product
+from schema.products.types import Product
 from schema.query import Query
 from schema.scalars import SCALARS
 

@@ -1,4 +1,4 @@
-"""Products, their counters and their comment listings: arguments in, storage values out."""
+"""Reading comments: a product's listing page, and one comment by id."""
 
 from __future__ import annotations
 
@@ -6,22 +6,12 @@ import asyncio
 from dataclasses import dataclass
 
 from resolvers.context import Context
+from resolvers.products.stats import counts
 from storage import keys
 from storage.cursor import encode_cursor
 from storage.executor import Page
-from storage.model import Comment, Direction, ListingFilter, PageRequest, RatingCounts
-from storage.reads import LeaderEntry, leaderboard, list_comments
-
-
-def product_id(raw: str) -> str:
-    """A product id from a client, validated (BAD_USER_INPUT otherwise)."""
-    return keys.validate_product_id(raw)
-
-
-async def counts(ctx: Context, pid: str, language: str | None) -> RatingCounts:
-    """Counters of a product, all languages or one, through the request's stats loader."""
-    lang = None if language is None else keys.validate_language(language)
-    return await ctx.storage(ctx.loaders.stats.load((keys.validate_product_id(pid), lang)))
+from storage.model import Comment, Direction, ListingFilter, PageRequest
+from storage.reads import list_comments
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +61,6 @@ async def comments(
     return Listing(page, stats.matching(listing.ratings), has_next, has_previous)
 
 
-async def last_commented_at(ctx: Context, pid: str) -> str | None:
-    """When the product's newest comment was written; None without comments."""
-    return await ctx.storage(ctx.loaders.last_commented.load(keys.validate_product_id(pid)))
-
-
 async def comment(ctx: Context, comment_id: str) -> Comment | None:
     """A comment by id, or None; through the request's comment loader."""
     return await ctx.storage(ctx.loaders.comments.load(keys.validate_comment_id(comment_id)))
-
-
-async def top_products(ctx: Context, first: int) -> list[LeaderEntry]:
-    """The leaderboard: products by 5-star count, most first (storage checks ``first``)."""
-    return await ctx.storage(leaderboard(ctx.table, first))

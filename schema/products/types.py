@@ -1,4 +1,4 @@
-"""Product, its counters and the leaderboard entry."""
+"""Product and its counters."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Annotated, Self
 import strawberry
 from strawberry import relay
 
-from resolvers import listing
+from resolvers.comments import reads as comment_reads
+from resolvers.products import stats
 from schema.context import Info
 from schema.scalars import DateTime
 from storage import keys
 from storage.model import RatingCounts
-from storage.reads import LeaderEntry
 
 if TYPE_CHECKING:
-    from schema.comment import CommentConnection
+    from schema.comments.connection import CommentConnection
 
 
 @strawberry.type(description="How many comments carry one rating.")
@@ -63,9 +63,7 @@ class Product(relay.Node):
         description="Counts per rating (AP7-AP10); language null means all languages."
     )
     async def stats(self, info: Info, language: str | None = None) -> RatingStats:
-        return RatingStats.from_counts(
-            await listing.counts(info.context, self.product_id, language)
-        )
+        return RatingStats.from_counts(await stats.counts(info.context, self.product_id, language))
 
     @strawberry.field(
         description="AP1-AP3, AP6: comments newest first. ratings: any subset of 1..5 (empty or "
@@ -80,10 +78,10 @@ class Product(relay.Node):
         after: str | None = None,
         last: int | None = None,
         before: str | None = None,
-    ) -> Annotated[CommentConnection, strawberry.lazy("schema.comment")]:
-        from schema.comment import CommentConnection
+    ) -> Annotated[CommentConnection, strawberry.lazy("schema.comments.connection")]:
+        from schema.comments.connection import CommentConnection
 
-        page = await listing.comments(
+        page = await comment_reads.comments(
             info.context,
             self.product_id,
             language=language,
@@ -100,18 +98,5 @@ class Product(relay.Node):
         "Read from the listing itself, so it follows deletes."
     )
     async def last_commented_at(self, info: Info) -> DateTime | None:
-        last = await listing.last_commented_at(info.context, self.product_id)
+        last = await stats.last_commented_at(info.context, self.product_id)
         return None if last is None else DateTime(last)
-
-
-@strawberry.type(description="A place on the leaderboard of 5-star comments (AP11).")
-class ProductRanking:
-    rank: int = strawberry.field(description="1 for the product with the most 5-star comments.")
-    five_star_count: int = strawberry.field(description="Exact number of 5-star comments.")
-    product: Product = strawberry.field(description="The product ranked.")
-
-    @classmethod
-    def of(cls, rank: int, entry: LeaderEntry) -> Self:
-        return cls(
-            rank=rank, five_star_count=entry.five_star_count, product=Product.of(entry.product_id)
-        )

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from resolvers.auth import Viewer, authenticate
 from resolvers.context import Context
 from storage import keys
 from storage.model import Comment, NewComment
+from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment
 from storage.writes import delete_comment as remove_comment
 
 
 def viewer(ctx: Context) -> Viewer:
     return authenticate(ctx.authorization, ctx.tokens)
-
-
-@dataclass(frozen=True, slots=True)
-class Created:
-    comment: Comment
-    created: bool
 
 
 async def create_comment(
@@ -31,7 +24,7 @@ async def create_comment(
     title: str | None,
     body: str,
     idempotency_key: str | None,
-) -> Created:
+) -> CreateResult:
     """Store a comment by the viewer; the input is validated before anything is written."""
     who = viewer(ctx)
     new = NewComment(
@@ -46,7 +39,7 @@ async def create_comment(
     )
     result = await ctx.storage(store_comment(ctx.table, new, write_limits=ctx.write_limits))
     ctx.loaders.forget_writes(result.comment.comment_id)
-    return Created(result.comment, result.created)
+    return result
 
 
 async def delete_comment(ctx: Context, comment_id: str) -> Comment:

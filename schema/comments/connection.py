@@ -1,4 +1,4 @@
-"""Comment, and the keyset connection that pages through them with its EXPLAIN."""
+"""The keyset connection that pages through a product's comments, with its EXPLAIN."""
 
 from __future__ import annotations
 
@@ -7,73 +7,18 @@ from typing import Self
 import strawberry
 from strawberry import relay
 
-from resolvers import authors
-from resolvers.listing import Listing
-from schema.context import Info
-from schema.product import Product
-from schema.scalars import DateTime
-from storage import model
-from storage.executor import ExecutedQuery, Page
+from resolvers.comments.reads import Listing
+from schema.comments.types import Comment
+from storage import executor
 
 
-@strawberry.type(description="A comment (review) on a product.")
-class Comment(relay.Node):
-    comment_id: strawberry.ID = strawberry.field(description="The comment's own identifier.")
-    product_id: strawberry.ID = strawberry.field(description="The product commented on.")
-    rating: int = strawberry.field(description="1 to 5 stars.")
-    language: str = strawberry.field(description="BCP 47 language tag, lower case.")
-    title: str | None = strawberry.field(description="Optional title, at most 200 characters.")
-    body: str = strawberry.field(description="The text of the comment.")
-    author: str = strawberry.field(
-        description="Display name of the author (from their token), or 'Anonymous'."
-    )
-    created_at: DateTime = strawberry.field(
-        description="When the comment was written (UTC, milliseconds)."
-    )
+@strawberry.type(name="PlannedQuery", description="One storage query issued for a page.")
+class ExecutedQuery:
+    """A storage query as it ran (``storage.executor.ExecutedQuery``), with what it read.
 
-    @classmethod
-    def resolve_id(cls, root: Self, *, info: Info) -> str:
-        return str(root.comment_id)
+    The contract calls the type PlannedQuery (a name from v1); in Python it is named for
+    what it shows. ``storage.planner.PlannedQuery`` is the plan before execution."""
 
-    @classmethod
-    def of(cls, c: model.Comment) -> Self:
-        return cls(
-            comment_id=strawberry.ID(c.comment_id),
-            product_id=strawberry.ID(c.product_id),
-            rating=c.rating,
-            language=c.language,
-            title=c.title,
-            body=c.body,
-            author=c.display_author,
-            created_at=DateTime(c.created_at),
-            subject=c.author_id,
-        )
-
-    # The token's sub of the author: never shown as is, except to its owner and moderators.
-    subject: strawberry.Private[str]
-
-    @strawberry.field(
-        description="An opaque, stable identifier of the author: the same on all their "
-        "comments, and not their account id."
-    )
-    def author_id(self, info: Info) -> strawberry.ID:
-        return strawberry.ID(authors.public_author_id(info.context.author_key, self.subject))
-
-    @strawberry.field(
-        description="The author's account id (the token's sub); null unless the viewer is "
-        "the author or a moderator."
-    )
-    def author_subject(self, info: Info) -> strawberry.ID | None:
-        visible = authors.visible_subject(info.context.viewer(), self.subject)
-        return None if visible is None else strawberry.ID(visible)
-
-    @strawberry.field(description="The product commented on.")
-    def product(self) -> Product:
-        return Product.of(self.product_id)
-
-
-@strawberry.type(description="One storage query issued for a page.")
-class PlannedQuery:
     index: str = strawberry.field(description="The DynamoDB index queried.")
     partition_key: str = strawberry.field(description="The partition read.")
     limit: int = strawberry.field(description="The Limit asked for.")
@@ -86,7 +31,7 @@ class PlannedQuery:
     )
 
     @classmethod
-    def of(cls, q: ExecutedQuery) -> Self:
+    def of(cls, q: executor.ExecutedQuery) -> Self:
         return cls(
             index=q.index,
             partition_key=q.partition_key,
@@ -104,7 +49,7 @@ class QueryPlan:
         "FILTERED_SCAN_OF_INDEX or EMPTY."
     )
     index: str | None = strawberry.field(description="Index queried, null when no query ran.")
-    queries: list[PlannedQuery] = strawberry.field(
+    queries: list[ExecutedQuery] = strawberry.field(
         description="One entry per storage query issued for this page."
     )
     skipped_ratings: list[int] = strawberry.field(
@@ -120,12 +65,12 @@ class QueryPlan:
     explain: str = strawberry.field(description="The plan as text, as the planner prints it.")
 
     @classmethod
-    def of(cls, page: Page) -> Self:
+    def of(cls, page: executor.Page) -> Self:
         plan = page.plan
         return cls(
             strategy=plan.strategy.value,
             index=None if plan.index is None else plan.index.value,
-            queries=[PlannedQuery.of(q) for q in page.executed],
+            queries=[ExecutedQuery.of(q) for q in page.executed],
             skipped_ratings=list(plan.skipped_ratings),
             items_read=page.items_read,
             rounds=page.rounds,

@@ -1,0 +1,1 @@
+"""Comments: listing pages, single comments, and the writes on them."""

@@ -1,0 +1,1 @@
+"""Products: their ids, counters and newest comment, and the leaderboard."""

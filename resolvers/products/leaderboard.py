@@ -1,0 +1,11 @@
+"""The leaderboard: products by 5-star count."""
+
+from __future__ import annotations
+
+from resolvers.context import Context
+from storage.reads import LeaderEntry, leaderboard
+
+
+async def top_products(ctx: Context, first: int) -> list[LeaderEntry]:
+    """The leaderboard: products by 5-star count, most first (storage checks ``first``)."""
+    return await ctx.storage(leaderboard(ctx.table, first))

@@ -1,0 +1,78 @@
+"""The comment mutation family: create and delete, their inputs and payloads."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry import relay
+
+from resolvers.comments import writes
+from resolvers.errors import BadUserInput
+from schema.comments.types import Comment
+from schema.context import Info
+from schema.products.types import Product
+from schema.relay import decode_global_id
+
+
+@strawberry.input(description="A new comment; the author is taken from the bearer token.")
+class CreateCommentInput:
+    product_id: strawberry.ID = strawberry.field(description="The product commented on.")
+    rating: int = strawberry.field(description="1 to 5 stars.")
+    language: str = strawberry.field(description="BCP 47 language tag, e.g. en or pt-BR.")
+    title: str | None = strawberry.field(default=None, description="At most 200 characters.")
+    body: str = strawberry.field(description="The text: 1 to 10,000 characters.")
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description="Retrying with the same key returns the first comment instead of "
+        "creating another.",
+    )
+
+
+@strawberry.type(description="The comment created (or found again by its idempotency key).")
+class CreateCommentPayload:
+    comment: Comment = strawberry.field(description="The stored comment.")
+    created: bool = strawberry.field(
+        description="False when an earlier request with the same idempotency key created it."
+    )
+
+
+@strawberry.input(description="Which comment to delete.")
+class DeleteCommentInput:
+    id: strawberry.ID = strawberry.field(
+        description="The comment's global id (Comment.id) or its commentId."
+    )
+
+
+@strawberry.type(description="The result of a delete.")
+class DeleteCommentPayload:
+    deleted_id: strawberry.ID = strawberry.field(description="Global id of the deleted comment.")
+    product: Product = strawberry.field(description="The product, with its updated counts.")
+
+
+def _comment_id(value: str) -> str:
+    """A commentId, or the node id inside a Comment global id."""
+    try:
+        type_name, node_id = decode_global_id(value)
+    except BadUserInput:
+        return value  # not a global id: taken as a commentId (validated by storage)
+    return node_id if type_name == "Comment" else value
+
+
+async def create_comment(info: Info, input: CreateCommentInput) -> CreateCommentPayload:
+    made = await writes.create_comment(
+        info.context,
+        product_id=input.product_id,
+        rating=input.rating,
+        language=input.language,
+        title=input.title,
+        body=input.body,
+        idempotency_key=input.idempotency_key,
+    )
+    return CreateCommentPayload(comment=Comment.of(made.comment), created=made.created)
+
+
+async def delete_comment(info: Info, input: DeleteCommentInput) -> DeleteCommentPayload:
+    deleted = await writes.delete_comment(info.context, _comment_id(input.id))
+    return DeleteCommentPayload(
+        deleted_id=strawberry.ID(str(relay.GlobalID("Comment", deleted.comment_id))),
+        product=Product.of(deleted.product_id),
+    )

@@ -1,0 +1,70 @@
+"""The Comment type."""
+
+from __future__ import annotations
+
+from typing import Self
+
+import strawberry
+from strawberry import relay
+
+from resolvers import authors
+from schema.context import Info
+from schema.products.types import Product
+from schema.scalars import DateTime
+from storage import model
+
+
+@strawberry.type(description="A comment (review) on a product.")
+class Comment(relay.Node):
+    comment_id: strawberry.ID = strawberry.field(description="The comment's own identifier.")
+    product_id: strawberry.ID = strawberry.field(description="The product commented on.")
+    rating: int = strawberry.field(description="1 to 5 stars.")
+    language: str = strawberry.field(description="BCP 47 language tag, lower case.")
+    title: str | None = strawberry.field(description="Optional title, at most 200 characters.")
+    body: str = strawberry.field(description="The text of the comment.")
+    author: str = strawberry.field(
+        description="Display name of the author (from their token), or 'Anonymous'."
+    )
+    created_at: DateTime = strawberry.field(
+        description="When the comment was written (UTC, milliseconds)."
+    )
+
+    @classmethod
+    def resolve_id(cls, root: Self, *, info: Info) -> str:
+        return str(root.comment_id)
+
+    @classmethod
+    def of(cls, c: model.Comment) -> Self:
+        return cls(
+            comment_id=strawberry.ID(c.comment_id),
+            product_id=strawberry.ID(c.product_id),
+            rating=c.rating,
+            language=c.language,
+            title=c.title,
+            body=c.body,
+            author=c.display_author,
+            created_at=DateTime(c.created_at),
+            subject=c.author_id,
+        )
+
+    # The token's sub of the author: never shown as is, except to its owner and moderators.
+    subject: strawberry.Private[str]
+
+    @strawberry.field(
+        description="An opaque, stable identifier of the author: the same on all their "
+        "comments, and not their account id."
+    )
+    def author_id(self, info: Info) -> strawberry.ID:
+        return strawberry.ID(authors.public_author_id(info.context.author_key, self.subject))
+
+    @strawberry.field(
+        description="The author's account id (the token's sub); null unless the viewer is "
+        "the author or a moderator."
+    )
+    def author_subject(self, info: Info) -> strawberry.ID | None:
+        visible = authors.visible_subject(info.context.viewer(), self.subject)
+        return None if visible is None else strawberry.ID(visible)
+
+    @strawberry.field(description="The product commented on.")
+    def product(self) -> Product:
+        return Product.of(self.product_id)

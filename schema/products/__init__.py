@@ -1,0 +1,1 @@
+"""Products in GraphQL: Product with its counters and comments, and the leaderboard."""
