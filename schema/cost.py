@@ -63,10 +63,13 @@ from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 
 from resolvers.context import Context
+from resolvers.errors import BadUserInput
+from resolvers.pages import page_size
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
 from storage import keys
 from storage.errors import InvalidInput
-from storage.model import AUTHOR_MAX, BODY_MAX, PAGE_SIZE_MAX, TITLE_MAX, relay_page_size
+from storage.model import AUTHOR_MAX, BODY_MAX, PAGE_SIZE_MAX, TITLE_MAX
+from storage.reads import LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
 
 # The write path makes at most this many storage calls for one createComment or
@@ -83,7 +86,7 @@ ROUNDS = 2
 # Naming all five ratings is no filter, so a fan-out reads at most four partitions.
 FAN_OUT_MAX = len(keys.RATINGS) - 1
 # The longest leaderboard storage.reads.leaderboard returns.
-TOP_MAX = 100
+TOP_MAX = LEADERBOARD_MAX
 # Objects a response may hold by default (see the README: a page of 100 comments with
 # edges, nodes and each comment's product is about 400).
 MAX_NODES = 1000
@@ -133,8 +136,8 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
     # Arguments execution will refuse (or could not read) are priced at their worst case.
     size, width = PAGE_SIZE_MAX, FAN_OUT_MAX
     if args is not None:
-        with suppress(InvalidInput):
-            size = relay_page_size(
+        with suppress(BadUserInput):
+            size = page_size(
                 args.get("first"), args.get("after"), args.get("last"), args.get("before")
             )
         with suppress(InvalidInput):

@@ -16,6 +16,7 @@ from schema.products.leaderboard import ProductRanking
 from schema.products.types import Product
 from schema.relay import decode_global_id
 from storage import keys
+from storage.reads import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 
 
 async def resolve_node(info: Info, value: str) -> Product | Comment | None:
@@ -54,7 +55,9 @@ class Query:
 
     @strawberry.field(
         description="Leaderboard (AP11): products with the most 5-star comments, most first; "
-        "1 <= first <= 100."
+        f"1 <= first <= {LEADERBOARD_MAX}."
     )
-    async def top_products(self, info: Info, first: int = 10) -> list[ProductRanking]:
+    async def top_products(
+        self, info: Info, first: int = LEADERBOARD_DEFAULT
+    ) -> list[ProductRanking]:
         return await leaderboard.top_products(info, first)

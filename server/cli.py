@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from resolvers.auth import DEFAULT_MAX_LIFETIME, mint
+from resolvers.errors import ApiError
+from resolvers.pages import page_request
 from schema import build_schema
 from server.app import create_app
 from server.demo import demo_comments
@@ -27,7 +29,7 @@ from storage.client import ClientSettings, open_client
 from storage.cursor import encode_cursor
 from storage.errors import StorageError
 from storage.local_engine import EngineError, LocalEngine
-from storage.model import ListingFilter, PageRequest
+from storage.model import ListingFilter
 from storage.reads import list_comments
 from storage.table import TableRef, create_table
 from storage.verify import Report, repair, verify
@@ -144,7 +146,7 @@ async def _verify(args: argparse.Namespace) -> int:
 async def _explain(args: argparse.Namespace) -> int:
     ratings = None if not args.ratings else frozenset(int(r) for r in args.ratings.split(","))
     listing = ListingFilter(args.product_id, args.language, ratings)
-    page = PageRequest.from_relay(args.first, args.after, args.last, args.before)
+    page = page_request(args.first, args.after, args.last, args.before)
     async with open_client(_settings(args)) as client:
         result = await list_comments(TableRef(client, args.table), listing, page)
     print(result.plan.explain())
@@ -267,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seed": _seed,
         }
         return asyncio.run(handler[args.command](args))
-    except (EngineError, StorageError, ValueError) as exc:
+    except (EngineError, StorageError, ApiError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -195,49 +195,6 @@ class PageRequest:
         if self.position is not None:
             keys.validate_sort_key(self.position)
 
-    @classmethod
-    def from_relay(
-        cls,
-        first: int | None = None,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
-    ) -> PageRequest:
-        """Build a request from Relay arguments; cursors are decoded here."""
-        from storage.cursor import decode_cursor
-
-        size = relay_page_size(first, after, last, before)
-        if last is not None or before is not None:
-            position = None if before is None else decode_cursor(before)
-            return cls(size, Direction.BACKWARD, position)
-        position = None if after is None else decode_cursor(after)
-        return cls(size, Direction.FORWARD, position)
-
-
-def relay_page_size(
-    first: int | None = None,
-    after: str | None = None,
-    last: int | None = None,
-    before: str | None = None,
-) -> int:
-    """The page size Relay arguments ask for, 0 to PAGE_SIZE_MAX; InvalidPageRequest when they
-    conflict or are out of range. Pure (cursors are not decoded): the cost estimator prices a
-    page with the size storage will read."""
-    if first is not None and last is not None:
-        raise InvalidPageRequest("give either first or last, not both")
-    if after is not None and before is not None:
-        raise InvalidPageRequest("give either after or before, not both")
-    if last is not None and after is not None:
-        raise InvalidPageRequest("after goes with first; use before with last")
-    if first is not None and before is not None:
-        raise InvalidPageRequest("first goes with after; use last with before")
-    size = first if first is not None else last if last is not None else PAGE_SIZE_DEFAULT
-    if isinstance(size, bool) or not isinstance(size, int):
-        raise InvalidPageRequest("page size must be an integer")
-    if not 0 <= size <= PAGE_SIZE_MAX:
-        raise InvalidPageRequest(f"page size must be between 0 and {PAGE_SIZE_MAX}")
-    return size
-
 
 @dataclass(frozen=True, slots=True)
 class ListingFilter:

@@ -28,6 +28,9 @@ from storage.table import TableRef
 from storage.types import Item, Response
 
 BATCH_GET_MAX = 100
+# How many leaderboard entries one request may ask for, and how many it gets by default.
+LEADERBOARD_MAX = 100
+LEADERBOARD_DEFAULT = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,10 +150,10 @@ async def _newest(table: TableRef, product_id: str) -> Response:
     )
 
 
-async def leaderboard(table: TableRef, first: int = 10) -> list[LeaderEntry]:
+async def leaderboard(table: TableRef, first: int = LEADERBOARD_DEFAULT) -> list[LeaderEntry]:
     """Top products by 5-star count, most first: one query on the LEADERS partition."""
-    if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= 100:
-        raise InvalidPageRequest("first must be between 1 and 100")
+    if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= LEADERBOARD_MAX:
+        raise InvalidPageRequest(f"first must be between 1 and {LEADERBOARD_MAX}")
     response = await table.client.query(
         **query_request(
             table.name,

@@ -15,6 +15,8 @@ from graphql import (
 )
 from graphql.execution.values import VariableValues
 
+from resolvers.errors import BadUserInput
+from resolvers.pages import page_request
 from schema import build_schema
 from schema.cost import WORST, Estimator, estimate
 from schema.limits import (
@@ -26,8 +28,7 @@ from schema.limits import (
     size_limit,
 )
 from storage.cursor import encode_cursor
-from storage.errors import InvalidPageRequest
-from storage.model import PAGE_SIZE_MAX, PageRequest
+from storage.model import PAGE_SIZE_MAX
 from tests.api_helpers import Api
 
 SCHEMA = build_schema()._schema
@@ -104,8 +105,8 @@ async def test_the_issues_fragment_bomb_is_refused_over_http(api: Api) -> None:
 
 @pytest.mark.parametrize("first", [0, -7, 20, 1000])
 def test_first_with_before_is_refused(first: int) -> None:
-    with pytest.raises(InvalidPageRequest, match="first goes with after; use last with before"):
-        PageRequest.from_relay(first=first, before=CURSOR)
+    with pytest.raises(BadUserInput, match="first goes with after; use last with before"):
+        page_request(first=first, before=CURSOR)
 
 
 PAGE_ARGUMENTS = [
@@ -120,8 +121,8 @@ PAGE_ARGUMENTS = [
 @pytest.mark.parametrize("args", PAGE_ARGUMENTS, ids=repr)
 def test_the_estimator_prices_the_page_storage_reads(args: dict[str, Any]) -> None:
     try:
-        expected = PageRequest.from_relay(**args).size
-    except InvalidPageRequest:
+        expected = page_request(**args).size
+    except BadUserInput:
         expected = PAGE_SIZE_MAX  # execution refuses it; the estimate is its worst case
     query = (
         "query($first: Int, $after: String, $last: Int, $before: String) "

@@ -2,43 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage.cursor import encode_cursor
-from storage.errors import InvalidCommentText, InvalidCursor, InvalidPageRequest, InvalidRating
-from storage.model import Direction, NewComment, PageRequest, RatingCounts
-
-POS = "2025-06-01T12:00:00.000Z#0123456789abcdef0123456789abcdef"
-
-
-def test_relay_arguments() -> None:
-    assert PageRequest.from_relay() == PageRequest(20, Direction.FORWARD, None)
-    assert PageRequest.from_relay(first=5, after=encode_cursor(POS)) == PageRequest(
-        5, Direction.FORWARD, POS
-    )
-    assert PageRequest.from_relay(last=7) == PageRequest(7, Direction.BACKWARD, None)
-    assert PageRequest.from_relay(before=encode_cursor(POS)) == PageRequest(
-        20, Direction.BACKWARD, POS
-    )
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {"first": 1, "last": 1},
-        {"first": -1},
-        {"first": 101},
-        {"last": 1000},
-        {"after": encode_cursor(POS), "before": encode_cursor(POS)},
-        {"last": 3, "after": encode_cursor(POS)},
-    ],
-)
-def test_bad_relay_arguments(kwargs: dict[str, object]) -> None:
-    with pytest.raises(InvalidPageRequest):
-        PageRequest.from_relay(**kwargs)  # type: ignore[arg-type]
-
-
-def test_bad_cursor_in_relay_arguments() -> None:
-    with pytest.raises(InvalidCursor):
-        PageRequest.from_relay(first=3, after="nope")
+from storage.errors import InvalidCommentText, InvalidPageRequest, InvalidRating
+from storage.model import NewComment, PageRequest, RatingCounts
 
 
 def test_page_size_bounds() -> None:

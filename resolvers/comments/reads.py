@@ -6,11 +6,12 @@ import asyncio
 from dataclasses import dataclass
 
 from resolvers.context import Context
+from resolvers.pages import page_request
 from resolvers.products.stats import counts
 from storage import keys
 from storage.cursor import encode_cursor
 from storage.executor import Page
-from storage.model import Comment, Direction, ListingFilter, PageRequest
+from storage.model import Comment, Direction, ListingFilter
 from storage.reads import list_comments
 
 
@@ -40,7 +41,7 @@ async def comments(
 ) -> Listing:
     """One page of a product's comments; totals and plan come from the same stats read."""
     listing = ListingFilter(pid, language, None if ratings is None else frozenset(ratings))
-    request = PageRequest.from_relay(first, after, last, before)
+    request = page_request(first, after, last, before)
     if listing.ratings is None:
         # One partition whatever the counts: read the page while the loader reads them.
         stats, page = await asyncio.gather(

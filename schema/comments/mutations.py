@@ -11,6 +11,7 @@ from schema.comments.types import Comment
 from schema.context import Info
 from schema.products.types import Product
 from schema.relay import decode_global_id
+from storage.model import BODY_MAX, TITLE_MAX
 
 
 @strawberry.input(description="A new comment; the author is taken from the bearer token.")
@@ -18,8 +19,10 @@ class CreateCommentInput:
     product_id: strawberry.ID = strawberry.field(description="The product commented on.")
     rating: int = strawberry.field(description="1 to 5 stars.")
     language: str = strawberry.field(description="BCP 47 language tag, e.g. en or pt-BR.")
-    title: str | None = strawberry.field(default=None, description="At most 200 characters.")
-    body: str = strawberry.field(description="The text: 1 to 10,000 characters.")
+    title: str | None = strawberry.field(
+        default=None, description=f"At most {TITLE_MAX} characters."
+    )
+    body: str = strawberry.field(description=f"The text: 1 to {BODY_MAX:,} characters.")
     idempotency_key: str | None = strawberry.field(
         default=None,
         description="Retrying with the same key returns the first comment instead of "

@@ -12,6 +12,7 @@ from schema.context import Info
 from schema.products.types import Product
 from schema.scalars import DateTime
 from storage import model
+from storage.model import TITLE_MAX
 
 
 @strawberry.type(description="A comment (review) on a product.")
@@ -20,7 +21,9 @@ class Comment(relay.Node):
     product_id: strawberry.ID = strawberry.field(description="The product commented on.")
     rating: int = strawberry.field(description="1 to 5 stars.")
     language: str = strawberry.field(description="BCP 47 language tag, lower case.")
-    title: str | None = strawberry.field(description="Optional title, at most 200 characters.")
+    title: str | None = strawberry.field(
+        description=f"Optional title, at most {TITLE_MAX} characters."
+    )
     body: str = strawberry.field(description="The text of the comment.")
     author: str = strawberry.field(
         description="Display name of the author (from their token), or 'Anonymous'."

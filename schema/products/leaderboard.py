@@ -25,6 +25,6 @@ class ProductRanking:
         )
 
 
-async def top_products(info: Info, first: int = 10) -> list[ProductRanking]:
+async def top_products(info: Info, first: int) -> list[ProductRanking]:
     entries = await leaderboard.top_products(info.context, first)
     return [ProductRanking.of(rank, e) for rank, e in enumerate(entries, start=1)]

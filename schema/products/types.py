@@ -12,7 +12,7 @@ from resolvers.products import stats
 from schema.context import Info
 from schema.scalars import DateTime
 from storage import keys
-from storage.model import RatingCounts
+from storage.model import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCounts
 
 if TYPE_CHECKING:
     from schema.comments.connection import CommentConnection
@@ -67,7 +67,8 @@ class Product(relay.Node):
 
     @strawberry.field(
         description="AP1-AP3, AP6: comments newest first. ratings: any subset of 1..5 (empty or "
-        "null = all). first/last: 0..100 (default 20). Cursors are opaque keyset positions."
+        f"null = all). first/last: 0..{PAGE_SIZE_MAX} (default {PAGE_SIZE_DEFAULT}). Cursors are "
+        "opaque keyset positions."
     )
     async def comments(
         self,
