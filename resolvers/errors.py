@@ -36,31 +36,45 @@ class ApiError(Exception):
 
 
 class BadUserInput(ApiError):
+    """The request's arguments are not acceptable; nothing was read or written."""
+
     code = "BAD_USER_INPUT"
 
 
 class Unauthenticated(ApiError):
+    """No token, or one that is invalid or expired, where one is required."""
+
     code = "UNAUTHENTICATED"
 
 
 class Forbidden(ApiError):
+    """The caller is known but may not do this."""
+
     code = "FORBIDDEN"
 
 
 class NotFound(ApiError):
+    """The object named does not exist (or no longer does)."""
+
     code = "NOT_FOUND"
 
 
 class Conflict(ApiError):
+    """Concurrent writes or an idempotency key used for another request; retry or use a new key."""
+
     code = "CONFLICT"
     retryable = True
 
 
 class LimitReached(ApiError):
+    """A per-author limit on the product is reached; retrying will not help."""
+
     code = "LIMIT_REACHED"
 
 
 class RateLimited(ApiError):
+    """The author wrote as much as allowed this hour; retry after ``retry_after`` seconds."""
+
     code = "RATE_LIMITED"
     retryable = True
 
@@ -73,6 +87,8 @@ class RateLimited(ApiError):
 
 
 class QueryTooComplex(ApiError):
+    """The request would cost more than it may, estimated or at run time."""
+
     code = "QUERY_TOO_COMPLEX"
 
 

@@ -138,6 +138,21 @@ class NewComment:
         if self.created_at is not None:
             keys.parse_timestamp(self.created_at)
 
+    def stored_as(self, comment_id: str, created_at: str, author_name: str | None) -> Comment:
+        """The comment this request makes (or made, replayed from its idempotency record,
+        which keeps the id, the time and the display name the first request had)."""
+        return Comment(
+            comment_id=comment_id,
+            product_id=self.product_id,
+            language=self.language,
+            rating=self.rating,
+            title=self.title,
+            body=self.body,
+            author_id=self.author_id,
+            created_at=created_at,
+            author_name=author_name,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RatingCounts:

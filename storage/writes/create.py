@@ -60,16 +60,8 @@ async def create_comment(
     ``WriteRateLimited``. Nothing is written unless everything is.
     """
     now = clock()
-    comment = Comment(
-        comment_id=keys.new_comment_id(),
-        product_id=new.product_id,
-        language=new.language,
-        rating=new.rating,
-        title=new.title,
-        body=new.body,
-        author_id=new.author_id,
-        created_at=new.created_at or keys.format_timestamp(now),
-        author_name=new.author_name,
+    comment = new.stored_as(
+        keys.new_comment_id(), new.created_at or keys.format_timestamp(now), new.author_name
     )
     budget = CallBudget()
     five = counters.FiveStars()

@@ -77,15 +77,7 @@ def replay(new: NewComment, record: Item, now: datetime) -> Replayed | None:
         )
     name = record.get("authorName")
     return Replayed(
-        Comment(
-            comment_id=record["commentId"]["S"],
-            product_id=new.product_id,
-            language=new.language,
-            rating=new.rating,
-            title=new.title,
-            body=new.body,
-            author_id=new.author_id,
-            created_at=record["createdAt"]["S"],
-            author_name=None if name is None else name["S"],
+        new.stored_as(
+            record["commentId"]["S"], record["createdAt"]["S"], None if name is None else name["S"]
         )
     )
