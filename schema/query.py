@@ -43,7 +43,7 @@ class Query:
         description="A product by the shop's own identifier. A product without comments still "
         "resolves, with zero counts."
     )
-    def product(self, product_id: strawberry.ID) -> Product:
+    def product(self, product_id: strawberry.ID) -> Product | None:
         return Product.of(stats.product_id(product_id))
 
     @strawberry.field(
@@ -59,5 +59,5 @@ class Query:
     )
     async def top_products(
         self, info: Info, first: int = LEADERBOARD_DEFAULT
-    ) -> list[ProductRanking]:
+    ) -> list[ProductRanking] | None:
         return await leaderboard.top_products(info, first)

@@ -82,6 +82,26 @@ def validate_language(language: object) -> str:
     return lowered
 
 
+def canonical_language(tag: str) -> str:
+    """A valid tag in the case BCP 47 recommends (RFC 5646, 2.1.1): ``pt-BR``, ``zh-Hant``,
+    ``es-419``, ``en-US-x-twain``. Tags are case-insensitive, so keys use lower case; this
+    is the case people expect to read."""
+    parts = tag.lower().split("-")
+    out = [parts[0]]
+    # After a singleton (an extension or private use, "x-..."), everything stays lower case;
+    # a tag that starts with one ("x-klingon", "i-enochian") is lower case throughout.
+    verbatim = len(parts[0]) == 1
+    for part in parts[1:]:
+        if verbatim or len(part) == 1:
+            verbatim = True
+        elif len(part) == 2 and part.isalpha():
+            part = part.upper()  # region
+        elif len(part) == 4 and part.isalpha():
+            part = part.title()  # script
+        out.append(part)
+    return "-".join(out)
+
+
 def validate_rating(rating: object) -> int:
     """Return the rating if it is an integer from 1 to 5, else raise."""
     if isinstance(rating, bool) or not isinstance(rating, int) or rating not in RATINGS:

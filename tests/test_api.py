@@ -507,7 +507,9 @@ async def test_unexpected_errors_are_masked_with_a_request_id(
     assert request_id in error["message"]
     assert "secret" not in str(body)
     assert "byRating" not in str(body)
-    assert body["data"] is None
+    # The failing field is null with its error; the rest of the response stands.
+    assert error["path"] == ["product", "comments"]
+    assert body["data"] == {"product": {"comments": None}}
     assert any(request_id in r.getMessage() for r in caplog.records)
 
 
@@ -518,7 +520,9 @@ async def test_storage_failures_are_storage_unavailable_with_no_partial_page(
         body = await broken.gql(PAGE, {"pid": product_id, "ratings": [1, 2, 4], "first": 5})
     assert body["errors"][0]["extensions"] == {"code": "STORAGE_UNAVAILABLE", "retryable": True}
     assert "Throughput" not in str(body)
-    assert body["data"] is None
+    # No partial page: the connection is null as a whole, never a page with holes.
+    assert body["errors"][0]["path"] == ["product", "comments"]
+    assert body["data"] == {"product": {"comments": None}}
 
 
 async def test_storage_deadline(table: TableRef, seeded: list[Comment], product_id: str) -> None:

@@ -152,3 +152,22 @@ def test_no_sort_key_lies_between_a_key_and_its_exclusive_bounds(a: str, b: str)
     # Inclusive ranges ending at these bounds hold exactly the keys strictly below/above b.
     assert (a <= below) == (a < b)
     assert (a >= above) == (a > b)
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("EN", "en"),
+        ("pt-br", "pt-BR"),
+        ("ZH-HANT", "zh-Hant"),
+        ("zh-hant-tw", "zh-Hant-TW"),
+        ("es-419", "es-419"),
+        ("SR-LATN-RS", "sr-Latn-RS"),
+        ("en-us-x-twain", "en-US-x-twain"),
+        ("de-ch-1996", "de-CH-1996"),
+        ("en-a-bbbb-cc", "en-a-bbbb-cc"),
+    ],
+)
+def test_languages_read_back_in_their_canonical_case(written: str, canonical: str) -> None:
+    assert keys.canonical_language(keys.validate_language(written)) == canonical
+    assert keys.validate_language(canonical) == keys.validate_language(written)  # same key

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Self
 
 import strawberry
@@ -10,6 +11,24 @@ from strawberry import relay
 from resolvers.comments.reads import Listing
 from schema.comments.types import Comment
 from storage import executor
+
+
+@strawberry.enum(
+    description="The access path of a page: one index (ALL, BY_LANG, BY_RATING, "
+    "BY_LANG_AND_RATING), parallel queries merged (FAN_OUT), one index read with a filter "
+    "(FILTERED_SCAN_OF_INDEX), or nothing to read (EMPTY)."
+)
+class PlanStrategy(enum.Enum):
+    """The public names of ``storage.planner.Strategy``: the contract's, kept apart from the
+    planner's so that renaming a strategy inside storage cannot change the API."""
+
+    EMPTY = "EMPTY"
+    ALL = "ALL"
+    BY_LANG = "BY_LANG"
+    BY_RATING = "BY_RATING"
+    BY_LANG_AND_RATING = "BY_LANG_AND_RATING"
+    FAN_OUT = "FAN_OUT"
+    FILTERED_SCAN_OF_INDEX = "FILTERED_SCAN_OF_INDEX"
 
 
 @strawberry.type(name="PlannedQuery", description="One storage query issued for a page.")
@@ -44,9 +63,8 @@ class ExecutedQuery:
 
 @strawberry.type(description="How storage answered this page (EXPLAIN).")
 class QueryPlan:
-    strategy: str = strawberry.field(
-        description="ALL, BY_LANG, BY_RATING, BY_LANG_AND_RATING, FAN_OUT, "
-        "FILTERED_SCAN_OF_INDEX or EMPTY."
+    strategy: PlanStrategy = strawberry.field(
+        description="Which access path the planner chose for this page."
     )
     index: str | None = strawberry.field(description="Index queried, null when no query ran.")
     queries: list[ExecutedQuery] = strawberry.field(
@@ -68,7 +86,7 @@ class QueryPlan:
     def of(cls, page: executor.Page) -> Self:
         plan = page.plan
         return cls(
-            strategy=plan.strategy.value,
+            strategy=PlanStrategy[plan.strategy.name],
             index=None if plan.index is None else plan.index.value,
             queries=[ExecutedQuery.of(q) for q in page.executed],
             skipped_ratings=list(plan.skipped_ratings),
@@ -89,7 +107,9 @@ class CommentConnection(relay.Connection[Comment]):
         description="Exact number of comments matching the filter, from the maintained "
         "counters (no scan)."
     )
-    plan: QueryPlan = strawberry.field(description="How storage answered this page (EXPLAIN).")
+    plan: QueryPlan | None = strawberry.field(
+        description="How storage answered this page (EXPLAIN); null where plans are not exposed."
+    )
 
     @classmethod
     def from_listing(cls, listing: Listing) -> Self:

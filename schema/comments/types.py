@@ -11,7 +11,7 @@ from resolvers import authors
 from schema.context import Info
 from schema.products.types import Product
 from schema.scalars import DateTime
-from storage import model
+from storage import keys, model
 from storage.model import TITLE_MAX
 
 
@@ -20,7 +20,10 @@ class Comment(relay.Node):
     comment_id: strawberry.ID = strawberry.field(description="The comment's own identifier.")
     product_id: strawberry.ID = strawberry.field(description="The product commented on.")
     rating: int = strawberry.field(description="1 to 5 stars.")
-    language: str = strawberry.field(description="BCP 47 language tag, lower case.")
+    language: str = strawberry.field(
+        description="BCP 47 tag in its canonical case (en, de, pt-BR, zh-Hant), whatever case "
+        "it was written in."
+    )
     title: str | None = strawberry.field(
         description=f"Optional title, at most {TITLE_MAX} characters."
     )
@@ -42,7 +45,7 @@ class Comment(relay.Node):
             comment_id=strawberry.ID(c.comment_id),
             product_id=strawberry.ID(c.product_id),
             rating=c.rating,
-            language=c.language,
+            language=keys.canonical_language(c.language),
             title=c.title,
             body=c.body,
             author=c.display_author,

@@ -38,7 +38,7 @@ class RatingStats:
     @classmethod
     def from_counts(cls, counts: RatingCounts) -> Self:
         return cls(
-            language=counts.language,
+            language=None if counts.language is None else keys.canonical_language(counts.language),
             total=counts.total,
             average=counts.average,
             histogram=[
@@ -62,7 +62,7 @@ class Product(relay.Node):
     @strawberry.field(
         description="Counts per rating (AP7-AP10); language null means all languages."
     )
-    async def stats(self, info: Info, language: str | None = None) -> RatingStats:
+    async def stats(self, info: Info, language: str | None = None) -> RatingStats | None:
         return RatingStats.from_counts(await stats.counts(info.context, self.product_id, language))
 
     @strawberry.field(
@@ -79,7 +79,7 @@ class Product(relay.Node):
         after: str | None = None,
         last: int | None = None,
         before: str | None = None,
-    ) -> Annotated[CommentConnection, strawberry.lazy("schema.comments.connection")]:
+    ) -> Annotated[CommentConnection, strawberry.lazy("schema.comments.connection")] | None:
         from schema.comments.connection import CommentConnection
 
         page = await comment_reads.comments(
