@@ -9,6 +9,8 @@ Every error this package raises on purpose derives from ``StorageError``::
     │   ├── InvalidRating
     │   ├── InvalidCommentId
     │   ├── InvalidCommentText
+    │   │   ├── TextMissing          a required text is empty or invisible
+    │   │   └── TextTooLong          a text over its limit (characters or bytes)
     │   ├── InvalidCursor
     │   └── InvalidPageRequest
     ├── CommentNotFound              the comment does not exist (or no longer does)
@@ -66,6 +68,14 @@ class InvalidCommentId(InvalidInput):
 
 class InvalidCommentText(InvalidInput):
     """A title or body over its limit, or holding characters we refuse."""
+
+
+class TextMissing(InvalidCommentText):
+    """A required text (a body, an author id) that is empty, blank or invisible."""
+
+
+class TextTooLong(InvalidCommentText):
+    """A text over its limit in characters or in UTF-8 bytes; the message says the limit."""
 
 
 class InvalidCursor(InvalidInput):

@@ -10,7 +10,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from storage import keys
-from storage.errors import InvalidCommentText, InvalidPageRequest
+from storage.errors import InvalidCommentText, InvalidPageRequest, TextMissing, TextTooLong
 
 TITLE_MAX = 200
 BODY_MAX = 10_000
@@ -81,11 +81,11 @@ def _check_text(
     if not any(_visible(ch) for ch in value):
         if optional and not value.strip():
             return None
-        raise InvalidCommentText(f"{name} must not be empty or invisible")
+        raise TextMissing(f"{name} must not be empty or invisible")
     if len(value) > maximum:
-        raise InvalidCommentText(f"{name} must be at most {maximum} characters")
+        raise TextTooLong(f"{name} must be at most {maximum:,} characters")
     if len(value.encode("utf-8")) > max_bytes:
-        raise InvalidCommentText(f"{name} must be at most {max_bytes} bytes in UTF-8")
+        raise TextTooLong(f"{name} must be at most {max_bytes:,} bytes in UTF-8")
     for ch in value:
         if unicodedata.category(ch) == "Cc" and ch not in "\n\r\t":
             raise InvalidCommentText(f"{name} must not contain control characters")
@@ -94,12 +94,32 @@ def _check_text(
     return value
 
 
+def clean_body(value: object) -> str:
+    """The body as stored (NFC), or InvalidCommentText saying why not."""
+    body = _check_text("body", value, BODY_MAX, BODY_MAX_BYTES, optional=False)
+    assert body is not None  # not optional: refused rather than None
+    return body
+
+
+def clean_title(value: object) -> str | None:
+    """The title as stored (NFC; None for none or a blank one), or InvalidCommentText."""
+    return _check_text("title", value, TITLE_MAX, TITLE_MAX_BYTES, optional=True)
+
+
+def check_idempotency_key(value: object) -> None:
+    """None, or a key of at most IDEMPOTENCY_KEY_MAX characters without controls."""
+    if value is not None:
+        _check_token("idempotency key", value, IDEMPOTENCY_KEY_MAX)
+
+
 def _check_token(name: str, value: object, maximum: int) -> None:
     """An identifier-like text: non-blank, at most ``maximum`` characters, no controls."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidCommentText(f"{name} must be a non-empty string")
+    if not isinstance(value, str):
+        raise InvalidCommentText(f"{name} must be a string")
+    if not value.strip():
+        raise TextMissing(f"{name} must be a non-empty string")
     if len(value) > maximum:
-        raise InvalidCommentText(f"{name} must be at most {maximum} characters")
+        raise TextTooLong(f"{name} must be at most {maximum:,} characters")
     if any(unicodedata.category(ch) == "Cc" for ch in value):
         raise InvalidCommentText(f"{name} must not contain control characters")
 
@@ -123,8 +143,8 @@ class NewComment:
         object.__setattr__(self, "language", keys.validate_language(self.language))
         keys.validate_rating(self.rating)
         checked = {
-            "body": _check_text("body", self.body, BODY_MAX, BODY_MAX_BYTES, optional=False),
-            "title": _check_text("title", self.title, TITLE_MAX, TITLE_MAX_BYTES, optional=True),
+            "body": clean_body(self.body),
+            "title": clean_title(self.title),
             "author_name": _check_text(
                 "author name", self.author_name, AUTHOR_MAX, AUTHOR_MAX_BYTES, optional=True
             ),
@@ -133,8 +153,7 @@ class NewComment:
             object.__setattr__(self, attribute, value)
         # The author id and the key are compared, never shown: checked, not normalised.
         _check_token("author id", self.author_id, AUTHOR_MAX)
-        if self.idempotency_key is not None:
-            _check_token("idempotency key", self.idempotency_key, IDEMPOTENCY_KEY_MAX)
+        check_idempotency_key(self.idempotency_key)
         if self.created_at is not None:
             keys.parse_timestamp(self.created_at)
 

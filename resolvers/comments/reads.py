@@ -9,7 +9,6 @@ from resolvers.context import Context
 from resolvers.pages import page_request
 from resolvers.products.stats import counts
 from storage import keys
-from storage.cursor import encode_cursor
 from storage.executor import Page
 from storage.model import Comment, Direction, ListingFilter
 from storage.reads import list_comments
@@ -23,9 +22,6 @@ class Listing:
     total: int
     has_next: bool
     has_previous: bool
-
-    def cursor(self, comment: Comment) -> str:
-        return encode_cursor(comment.sort_key)
 
 
 async def comments(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from resolvers.auth import Viewer, authenticate
 from resolvers.context import Context
+from resolvers.problems import Checks, Problem, ProblemCode, Problems
 from storage import keys
-from storage.model import Comment, NewComment
+from storage.errors import CommentNotFound, CommentsPerProductLimit, IdempotencyKeyReused, NotAuthor
+from storage.model import Comment, NewComment, check_idempotency_key, clean_body, clean_title
 from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment
 from storage.writes import delete_comment as remove_comment
@@ -25,28 +27,69 @@ async def create_comment(
     body: str,
     idempotency_key: str | None,
 ) -> CreateResult:
-    """Store a comment by the viewer; the input is validated before anything is written."""
+    """Store a comment by the viewer. Every problem of the input is reported at once
+    (``Problems``) and nothing is written unless there is none."""
     who = viewer(ctx)
-    new = NewComment(
-        product_id=product_id,
-        language=language,
-        rating=rating,
-        body=body,
-        author_id=who.author_id,
-        author_name=who.name,
-        title=title,
-        idempotency_key=idempotency_key,
+    checks = Checks()
+    field = ("input",)
+    checks.check((*field, "productId"), lambda: keys.validate_product_id(product_id))
+    checks.check((*field, "rating"), lambda: keys.validate_rating(rating))
+    checks.check((*field, "language"), lambda: keys.validate_language(language))
+    checks.check((*field, "title"), lambda: clean_title(title))
+    checks.check((*field, "body"), lambda: clean_body(body))
+    checks.check((*field, "idempotencyKey"), lambda: check_idempotency_key(idempotency_key))
+    checks.raise_any()
+    new = checks.check(
+        None,
+        lambda: NewComment(
+            product_id=product_id,
+            language=language,
+            rating=rating,
+            body=body,
+            author_id=who.author_id,
+            author_name=who.name,
+            title=title,
+            idempotency_key=idempotency_key,
+        ),
     )
-    result = await ctx.storage(store_comment(ctx.table, new, write_limits=ctx.write_limits))
+    checks.raise_any()
+    assert new is not None
+    try:
+        result = await ctx.storage(store_comment(ctx.table, new, write_limits=ctx.write_limits))
+    except IdempotencyKeyReused as exc:
+        raise Problems(
+            [Problem((*field, "idempotencyKey"), str(exc), ProblemCode.IDEMPOTENCY_KEY_REUSED)]
+        ) from exc
+    except CommentsPerProductLimit as exc:
+        raise Problems([Problem(None, str(exc), ProblemCode.LIMIT_REACHED)]) from exc
     ctx.loaders.forget_writes(result.comment.comment_id)
     return result
 
 
 async def delete_comment(ctx: Context, comment_id: str) -> Comment:
-    """Delete a comment of the viewer's (any comment for a moderator)."""
+    """Delete a comment of the viewer's (any comment for a moderator); a missing comment, an
+    invalid id or another author's comment is a ``Problems``."""
     who = viewer(ctx)
-    keys.validate_comment_id(comment_id)
+    field = ("input", "id")
+    checks = Checks()
+    checks.check(field, lambda: keys.validate_comment_id(comment_id))
+    checks.raise_any()
     author = None if who.is_moderator else who.author_id
-    deleted = await ctx.storage(remove_comment(ctx.table, comment_id, author_id=author))
+    try:
+        deleted = await ctx.storage(remove_comment(ctx.table, comment_id, author_id=author))
+    except CommentNotFound as exc:
+        raise Problems(
+            [Problem(field, "the comment does not exist", ProblemCode.NOT_FOUND)]
+        ) from exc
+    except NotAuthor as exc:
+        raise Problems(
+            [
+                Problem(
+                    None,
+                    "only the author or a moderator may delete this comment",
+                    ProblemCode.FORBIDDEN,
+                )
+            ]
+        ) from exc
     ctx.loaders.forget_writes(comment_id)
     return deleted

@@ -10,7 +10,8 @@ from strawberry import relay
 
 from resolvers.comments.reads import Listing
 from schema.comments.types import Comment
-from storage import executor
+from storage import executor, model
+from storage.cursor import encode_cursor
 
 
 @strawberry.enum(
@@ -97,6 +98,11 @@ class QueryPlan:
         )
 
 
+def edge_of(comment: model.Comment) -> relay.Edge[Comment]:
+    """A comment as an edge of its product's connection (newest first, as listed)."""
+    return relay.Edge(cursor=encode_cursor(comment.sort_key), node=Comment.of(comment))
+
+
 @strawberry.type(
     name="CommentConnection",
     description="A page of comments, newest first, with exact totals and its EXPLAIN.",
@@ -113,11 +119,11 @@ class CommentConnection(relay.Connection[Comment]):
 
     @classmethod
     def from_listing(cls, listing: Listing) -> Self:
-        comments = [Comment.of(c) for c in listing.page.comments]
-        cursors = [listing.cursor(c) for c in listing.page.comments]
+        edges = [edge_of(c) for c in listing.page.comments]
+        cursors = [e.cursor for e in edges]
         return cls(
-            edges=[relay.Edge(cursor=k, node=c) for k, c in zip(cursors, comments, strict=True)],
-            nodes=comments,
+            edges=edges,
+            nodes=[e.node for e in edges],
             page_info=relay.PageInfo(
                 has_next_page=listing.has_next,
                 has_previous_page=listing.has_previous,

@@ -7,10 +7,13 @@ from strawberry import relay
 
 from resolvers.comments import writes
 from resolvers.errors import BadUserInput
+from resolvers.problems import Problems
+from schema.comments.connection import edge_of
 from schema.comments.types import Comment
 from schema.context import Info
 from schema.products.types import Product
 from schema.relay import decode_global_id
+from schema.user_errors import UserError
 from storage.model import BODY_MAX, TITLE_MAX
 
 
@@ -32,9 +35,18 @@ class CreateCommentInput:
 
 @strawberry.type(description="The comment created (or found again by its idempotency key).")
 class CreateCommentPayload:
-    comment: Comment = strawberry.field(description="The stored comment.")
+    comment: Comment | None = strawberry.field(
+        description="The stored comment; null when userErrors is not empty."
+    )
+    comment_edge: relay.Edge[Comment] | None = strawberry.field(
+        description="The comment as an edge of its product's connection, to prepend to a "
+        "cached list; null when userErrors is not empty."
+    )
     created: bool = strawberry.field(
         description="False when an earlier request with the same idempotency key created it."
+    )
+    user_errors: list[UserError] = strawberry.field(
+        description="Every problem with the input; empty when the comment was stored."
     )
 
 
@@ -47,8 +59,16 @@ class DeleteCommentInput:
 
 @strawberry.type(description="The result of a delete.")
 class DeleteCommentPayload:
-    deleted_id: strawberry.ID = strawberry.field(description="Global id of the deleted comment.")
-    product: Product = strawberry.field(description="The product, with its updated counts.")
+    deleted_id: strawberry.ID | None = strawberry.field(
+        description="Global id of the deleted comment; null when userErrors is not empty."
+    )
+    product: Product | None = strawberry.field(
+        description="The product, with its updated counts; null when userErrors is not empty."
+    )
+    user_errors: list[UserError] = strawberry.field(
+        description="Why nothing was deleted (an unknown comment, another author's); empty "
+        "when it was."
+    )
 
 
 def _comment_id(value: str) -> str:
@@ -61,21 +81,38 @@ def _comment_id(value: str) -> str:
 
 
 async def create_comment(info: Info, input: CreateCommentInput) -> CreateCommentPayload:
-    made = await writes.create_comment(
-        info.context,
-        product_id=input.product_id,
-        rating=input.rating,
-        language=input.language,
-        title=input.title,
-        body=input.body,
-        idempotency_key=input.idempotency_key,
+    try:
+        made = await writes.create_comment(
+            info.context,
+            product_id=input.product_id,
+            rating=input.rating,
+            language=input.language,
+            title=input.title,
+            body=input.body,
+            idempotency_key=input.idempotency_key,
+        )
+    except Problems as refused:
+        return CreateCommentPayload(
+            comment=None,
+            comment_edge=None,
+            created=False,
+            user_errors=[UserError.of(p) for p in refused.problems],
+        )
+    edge = edge_of(made.comment)
+    return CreateCommentPayload(
+        comment=edge.node, comment_edge=edge, created=made.created, user_errors=[]
     )
-    return CreateCommentPayload(comment=Comment.of(made.comment), created=made.created)
 
 
 async def delete_comment(info: Info, input: DeleteCommentInput) -> DeleteCommentPayload:
-    deleted = await writes.delete_comment(info.context, _comment_id(input.id))
+    try:
+        deleted = await writes.delete_comment(info.context, _comment_id(input.id))
+    except Problems as refused:
+        return DeleteCommentPayload(
+            deleted_id=None, product=None, user_errors=[UserError.of(p) for p in refused.problems]
+        )
     return DeleteCommentPayload(
         deleted_id=strawberry.ID(str(relay.GlobalID("Comment", deleted.comment_id))),
         product=Product.of(deleted.product_id),
+        user_errors=[],
     )
