@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key
-from resolvers.errors import QueryTooComplex, Unavailable
+from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
 from storage.errors import CallBudgetExceeded
 from storage.metering import Meter, MeteredClient
@@ -34,12 +34,26 @@ class Context:
     deadline: float
     tuning: Tuning = DEFAULT_TUNING
     write_limits: WriteLimits = DEFAULT_LIMITS
+    # Whether pages show their plan to everyone (EXPLAIN); moderators always see it.
+    explain: bool = True
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error)."""
         if self.authorization is None:
             return None
         return authenticate(self.authorization, self.tokens)
+
+    def may_explain(self) -> bool:
+        """Plans name indexes and partition keys: shown to everyone only where EXPLAIN is
+        on, and always to moderators. A bad token here only hides the plan; the fields
+        that need a viewer report it."""
+        if self.explain:
+            return True
+        try:
+            viewer = self.viewer()
+        except Unauthenticated:
+            return False
+        return viewer is not None and viewer.is_moderator
 
     async def storage(self, call: Awaitable[T]) -> T:
         """Await a storage call within the request's deadline and call budget."""
@@ -78,6 +92,7 @@ def make_context(
     tuning: Tuning = DEFAULT_TUNING,
     write_limits: WriteLimits = DEFAULT_LIMITS,
     author_id_secret: str | None = None,
+    explain: bool = True,
 ) -> Context:
     """A fresh context: new meter, new loaders, the app's client and 5-star locks."""
     meter = Meter()
@@ -98,4 +113,5 @@ def make_context(
         deadline=deadline,
         tuning=tuning,
         write_limits=write_limits,
+        explain=explain,
     )

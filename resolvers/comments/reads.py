@@ -22,6 +22,7 @@ class Listing:
     total: int
     has_next: bool
     has_previous: bool
+    show_plan: bool  # the viewer may see how storage answered (EXPLAIN)
 
 
 async def comments(
@@ -55,7 +56,7 @@ async def comments(
         has_next, has_previous = page.has_more, after is not None
     else:
         has_next, has_previous = before is not None, page.has_more
-    return Listing(page, stats.matching(listing.ratings), has_next, has_previous)
+    return Listing(page, stats.matching(listing.ratings), has_next, has_previous, ctx.may_explain())
 
 
 async def comment(ctx: Context, comment_id: str) -> Comment | None:

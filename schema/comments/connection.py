@@ -131,5 +131,5 @@ class CommentConnection(relay.Connection[Comment]):
                 end_cursor=cursors[-1] if cursors else None,
             ),
             total_count=listing.total,
-            plan=QueryPlan.of(listing.page),
+            plan=QueryPlan.of(listing.page) if listing.show_plan else None,
         )
