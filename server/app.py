@@ -33,7 +33,8 @@ from server.guards import (
 )
 from server.runtime import lifespan, runtime_of
 from server.settings import Settings
-from storage.retry import ENGINE_ERRORS
+from storage.errors import StorageUnavailable
+from storage.health import ping
 from storage.types import DynamoClient
 
 log = logging.getLogger("comments.server")
@@ -126,9 +127,11 @@ async def healthz(request: Request) -> Response:
     runtime = runtime_of(request.app)
     try:
         async with asyncio.timeout(runtime.settings.storage_timeout):
-            await runtime.table.client.describe_table(TableName=runtime.table.name)
-    except (*ENGINE_ERRORS, TimeoutError) as exc:
-        log.warning("health check: storage unavailable (%s)", type(exc).__name__)
+            await ping(runtime.table)
+    except (StorageUnavailable, TimeoutError) as exc:
+        # The engine's own error, when there is one, says more than ours.
+        cause = exc.__cause__ if isinstance(exc, StorageUnavailable) else exc
+        log.warning("health check: storage unavailable (%s)", type(cause).__name__)
         return JSONResponse({"status": "unavailable", "storage": "down"}, status_code=503)
     return JSONResponse({"status": "ok", "storage": "up"})
 
