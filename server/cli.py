@@ -19,6 +19,7 @@ from resolvers.auth import DEFAULT_MAX_LIFETIME, mint
 from schema import build_schema
 from server.app import create_app
 from server.demo import demo_comments
+from server.local_engine import EngineError, LocalEngine
 from server.progress import progress_bar
 from server.protocol import HeadLimits, guarded_protocol
 from server.settings import Settings
@@ -26,7 +27,6 @@ from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
 from storage.cursor import encode_cursor
 from storage.errors import StorageError
-from storage.local_engine import EngineError, LocalEngine
 from storage.model import ListingFilter, PageRequest
 from storage.reads import list_comments
 from storage.table import TableRef, create_table

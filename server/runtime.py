@@ -21,11 +21,11 @@ from starlette.applications import Starlette
 
 from resolvers.auth import TokenRules, mint
 from server.demo import demo_comments
+from server.local_engine import LocalEngine
 from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.planner import Tuning
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
