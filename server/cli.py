@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from resolvers.auth import DEFAULT_MAX_LIFETIME, mint
 from schema import build_schema
 from server.app import create_app
@@ -252,6 +254,17 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _problems(error: ValidationError) -> list[str]:
+    """What is wrong with the configuration, one line per problem, named as the environment
+    variable; never the value given, which may be a secret."""
+    problems = []
+    for found in error.errors(include_url=False, include_input=False):
+        message = found["msg"].removeprefix("Value error, ")
+        name = ".".join(str(part) for part in found["loc"]).upper()
+        problems.append(message if not name or message.startswith(name) else f"{name}: {message}")
+    return problems
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -267,6 +280,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seed": _seed,
         }
         return asyncio.run(handler[args.command](args))
+    except ValidationError as exc:
+        for problem in _problems(exc):
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     except (EngineError, StorageError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

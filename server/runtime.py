@@ -109,8 +109,6 @@ async def _open_table(
         stack.callback(engine.stop)
         endpoint = engine.endpoint_url
         log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
-    elif settings.jwt_secret is None:
-        raise RuntimeError("JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is")
     client_settings = ClientSettings(
         endpoint_url=endpoint,
         region=settings.aws_region,
@@ -132,9 +130,9 @@ async def _seed_demo(table: TableRef, settings: Settings) -> None:
 
 
 def _token_rules(settings: Settings) -> TokenRules:
-    """The rules bearer tokens must meet; without JWT_SECRET (only the embedded engine runs
-    without one) a secret is made for this start, and the dev token printed with it is the
-    only way in."""
+    """The rules bearer tokens must meet; without JWT_SECRET (the settings allow that only
+    with the embedded engine) a secret is made for this start, and the dev token printed
+    with it is the only way in."""
     secret = settings.jwt_secret
     generated = secret is None
     if secret is None:

@@ -116,6 +116,18 @@ class Settings(BaseSettings):
             raise ValueError("PRODUCTION needs JWT_SECRET")
         return self
 
+    @model_validator(mode="after")
+    def _endpoint_needs_a_secret(self) -> Self:
+        # A secret made at start-up changes with every start and differs between processes:
+        # fine for the embedded engine, whose data dies with its server, but tokens for a
+        # shared table must outlive a restart and hold in every process.
+        if not self.embedded and self.jwt_secret is None:
+            raise ValueError(
+                "JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is "
+                "(only the embedded engine runs on a secret made at start-up)"
+            )
+        return self
+
     @property
     def graphiql_on(self) -> bool:
         return not self.production if self.graphiql is None else self.graphiql
