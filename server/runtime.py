@@ -15,7 +15,7 @@ import secrets
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from starlette.applications import Starlette
 
@@ -25,7 +25,7 @@ from server.local_engine import LocalEngine
 from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
-from storage.client import ClientSettings, open_client
+from storage.client import open_client
 from storage.planner import Tuning
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
@@ -102,18 +102,13 @@ async def _open_table(
     if client is not None:
         # Storage supplied from outside is the caller's to prepare: no table is created.
         return TableRef(client, settings.dynamodb_table)
-    endpoint = settings.dynamodb_endpoint_url
+    client_settings = settings.client_settings()
     if settings.embedded:
         engine = LocalEngine(data_dir=settings.data_dir)
         await asyncio.to_thread(engine.start)
         stack.callback(engine.stop)
-        endpoint = engine.endpoint_url
+        client_settings = replace(client_settings, endpoint_url=engine.endpoint_url)
         log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
-    client_settings = ClientSettings(
-        endpoint_url=endpoint,
-        region=settings.aws_region,
-        fast_attribute_parsing=settings.fast_attribute_parsing,
-    )
     opened = await stack.enter_async_context(open_client(client_settings))
     table = TableRef(opened, settings.dynamodb_table)
     if settings.creates_table:

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from resolvers.auth import DEFAULT_MAX_LIFETIME
 from schema import SchemaOptions
+from server.demo import DEMO_PRODUCTS
 from storage.client import ClientSettings
 from storage.planner import DEFAULT_TUNING
 from storage.writes import DEFAULT_LIMITS, WriteLimits
@@ -18,26 +19,61 @@ from storage.writes import DEFAULT_LIMITS, WriteLimits
 _CLIENT = ClientSettings()
 _SCHEMA = SchemaOptions()
 
+_FROM_ENVIRONMENT = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    # Unset: the server starts DynamoDB Local itself, with data under DATA_DIR.
+class StorageSettings(BaseSettings):
+    """Where the table is: all that the commands which only read or write it need."""
+
+    model_config = _FROM_ENVIRONMENT
+
+    # Unset: `comments serve` starts DynamoDB Local itself, with data under DATA_DIR; the
+    # table commands go to AWS itself.
     dynamodb_endpoint_url: str | None = None
     dynamodb_table: str = "comments"
     aws_region: str = _CLIENT.region
+    fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # storage.client's parser
+
+    def client_settings(self) -> ClientSettings:
+        return ClientSettings(
+            endpoint_url=self.dynamodb_endpoint_url,
+            region=self.aws_region,
+            fast_attribute_parsing=self.fast_attribute_parsing,
+        )
+
+
+class TokenSettings(BaseSettings):
+    """How bearer tokens are signed and checked: what the server and `comments token` share."""
+
+    model_config = _FROM_ENVIRONMENT
+
     # Unset in embedded mode: generated at start-up, with a dev token printed.
     jwt_secret: str | None = None
-    # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
-    # set it to keep the ids when rotating that secret.
-    author_id_key: str | None = None
     # When set, tokens must carry exactly this iss / aud.
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     # Seconds a token may live (exp - iat); tokens must then carry iat. 0: no cap.
     jwt_max_lifetime: int = Field(default=DEFAULT_MAX_LIFETIME, ge=0)
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _long_enough(cls, value: str | None) -> str | None:
+        # RFC 7518: an HS256 key should have at least 256 bits.
+        if value is not None and len(value.encode()) < 32:
+            raise ValueError("JWT_SECRET must be at least 32 bytes")
+        return value
+
+
+class Settings(StorageSettings, TokenSettings):
+    """Everything the server reads: the storage and token settings and its own."""
+
+    model_config = _FROM_ENVIRONMENT
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
+    # set it to keep the ids when rotating that secret.
+    author_id_key: str | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Production posture: GraphiQL, introspection, field suggestions and the dev token
     # default to off, and a JWT secret and an endpoint are required (see the README).
@@ -85,21 +121,12 @@ class Settings(BaseSettings):
     comments_per_hour: int = Field(default=DEFAULT_LIMITS.per_hour or 0, ge=0)
     # Performance switches (see benchmarks/RESULTS.md for what each is worth).
     graphql_caches: bool = _SCHEMA.caches  # parser and validation caches
-    fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # storage.client's parser
     orjson: bool = True  # encode responses with orjson
     gc_freeze: bool = True  # move start-up objects out of the collector's way
     uvicorn_loop: Literal["auto", "asyncio", "uvloop"] = "auto"
     uvicorn_http: Literal["auto", "h11", "httptools"] = "auto"
     access_log: bool = True
-    demo_products: int = Field(default=60, ge=0)
-
-    @field_validator("jwt_secret")
-    @classmethod
-    def _long_enough(cls, value: str | None) -> str | None:
-        # RFC 7518: an HS256 key should have at least 256 bits.
-        if value is not None and len(value.encode()) < 32:
-            raise ValueError("JWT_SECRET must be at least 32 bytes")
-        return value
+    demo_products: int = Field(default=DEMO_PRODUCTS, ge=0)
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -119,8 +146,9 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _endpoint_needs_a_secret(self) -> Self:
         # A secret made at start-up changes with every start and differs between processes:
-        # fine for the embedded engine, whose data dies with its server, but tokens for a
-        # shared table must outlive a restart and hold in every process.
+        # fine for the embedded engine, one development process that prints a fresh dev
+        # token each time; tokens for a real table must outlive a restart and hold in
+        # every process.
         if not self.embedded and self.jwt_secret is None:
             raise ValueError(
                 "JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is "

@@ -12,7 +12,9 @@ from pydantic import ValidationError
 
 from resolvers.auth import TokenRules
 from schema import SchemaOptions
-from server.cli import uvicorn_options
+from server.cli import build_parser, main, storage_settings, token_settings, uvicorn_options
+from server.demo import DEMO_PRODUCTS
+from server.runtime import DEV_TOKEN_LIFETIME
 from server.settings import Settings
 from storage.client import ClientSettings
 from storage.planner import DEFAULT_TUNING, Tuning
@@ -99,3 +101,59 @@ def test_serve_refuses_a_bad_configuration_before_it_starts(
     assert done.stderr.startswith(expected), done.stderr
     assert "author-key-never-printed" not in done.stderr
     assert "short-but-secret" not in done.stderr
+
+
+def test_table_commands_read_the_storage_settings_and_options_win(
+    environment: pytest.MonkeyPatch,
+) -> None:
+    environment.setenv("DYNAMODB_ENDPOINT_URL", "http://dynamodb.internal:8000")
+    environment.setenv("DYNAMODB_TABLE", "from_environment")
+    environment.setenv("AWS_REGION", "eu-west-1")
+    environment.setenv("FAST_ATTRIBUTE_PARSING", "false")
+    # No JWT_SECRET: reading or writing the table needs none, only serving does.
+    from_environment = storage_settings(build_parser().parse_args(["verify-stats"]))
+    assert from_environment.dynamodb_table == "from_environment"
+    assert from_environment.client_settings() == ClientSettings(
+        endpoint_url="http://dynamodb.internal:8000",
+        region="eu-west-1",
+        fast_attribute_parsing=False,
+    )
+    options = ["--endpoint-url", "http://127.0.0.1:8001", "--table", "given", "--region", "x-1"]
+    given = storage_settings(build_parser().parse_args(["explain", "p", *options]))
+    assert (given.dynamodb_endpoint_url, given.dynamodb_table, given.aws_region) == (
+        "http://127.0.0.1:8001",
+        "given",
+        "x-1",
+    )
+
+
+def test_the_command_lines_defaults_are_the_settings(environment: pytest.MonkeyPatch) -> None:
+    parser = build_parser()
+    storage = storage_settings(parser.parse_args(["create-table"]))
+    fields = Settings.model_fields
+    assert storage.dynamodb_endpoint_url is None
+    assert storage.dynamodb_table == fields["dynamodb_table"].default
+    assert storage.client_settings() == ClientSettings()
+    assert parser.parse_args(["seed"]).products == fields["demo_products"].default == DEMO_PRODUCTS
+    assert parser.parse_args(["token", "ann"]).hours * 3600 == DEV_TOKEN_LIFETIME
+
+
+def test_the_token_command_reads_the_token_settings(environment: pytest.MonkeyPatch) -> None:
+    environment.setenv("JWT_SECRET", SECRET)
+    environment.setenv("JWT_ISSUER", "https://auth.shop.example")
+    environment.setenv("JWT_MAX_LIFETIME", "3600")
+    settings = token_settings(build_parser().parse_args(["token", "ann", "--audience", "api"]))
+    assert (settings.jwt_secret, settings.jwt_issuer, settings.jwt_audience) == (
+        SECRET,
+        "https://auth.shop.example",
+        "api",
+    )
+    assert settings.jwt_max_lifetime == 3600
+
+
+def test_the_token_command_refuses_a_secret_the_server_would(
+    environment: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["token", "ann", "--secret", "too-short-to-sign"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: JWT_SECRET must be at least 32 bytes\n"
