@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from tests.api_helpers import Api, running_api

@@ -11,7 +11,7 @@ import pytest
 from reliability.fuzz import check_response, fuzz
 from reliability.live import LiveServer, live_server
 from resolvers.auth import mint
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reliability.live import live_server
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET, token
 

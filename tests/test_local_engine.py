@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from storage import local_engine
+from server import local_engine
+from server.local_engine import EngineError, LocalEngine
+from server.loopback import listening_sockets, parse_listening
 from storage.client import is_local_endpoint
-from storage.local_engine import EngineError, LocalEngine
-from storage.loopback import listening_sockets, parse_listening
 from tests import netns_probe
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reliability.live import live_server
 from reliability.race import run_race
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET
 from tests.helpers import own_table

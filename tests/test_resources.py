@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from reliability.live import LiveServer, live_server, rss_bytes
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef
 from tests.api_helpers import SECRET

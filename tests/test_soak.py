@@ -16,8 +16,8 @@ import pytest
 from reliability.live import LiveServer, live_server
 from reliability.soak import ENGINE_WINDOW, Driver, Losses, SoakReport, losses, snapshot
 from resolvers.auth import mint
+from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef, create_table
 from storage.verify import verify

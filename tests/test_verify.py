@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from server.cli import main as cli_main
+from server.local_engine import LocalEngine
 from storage import keys
-from storage.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef
 from storage.verify import Report, repair, verify
