@@ -19,7 +19,10 @@ from storage.writes import DEFAULT_LIMITS, WriteLimits
 _CLIENT = ClientSettings()
 _SCHEMA = SchemaOptions()
 
-_FROM_ENVIRONMENT = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+# hide_input_in_errors: a refused value (a secret among them) never appears in the error.
+_FROM_ENVIRONMENT = SettingsConfigDict(
+    env_prefix="", case_sensitive=False, extra="ignore", hide_input_in_errors=True
+)
 
 
 class StorageSettings(BaseSettings):

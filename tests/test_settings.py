@@ -157,3 +157,10 @@ def test_the_token_command_refuses_a_secret_the_server_would(
     assert main(["token", "ann", "--secret", "too-short-to-sign"]) == 2
     err = capsys.readouterr().err
     assert err == "error: JWT_SECRET must be at least 32 bytes\n"
+
+
+def test_a_refused_setting_never_shows_its_value() -> None:
+    secret = "not-a-number-but-a-secret-value-0123456789"
+    with pytest.raises(ValidationError) as info:
+        Settings(storage_timeout=secret)  # type: ignore[arg-type]
+    assert secret not in str(info.value)
