@@ -79,6 +79,7 @@ async def test_short_soak_loses_nothing(server: LiveServer, soak_table: TableRef
     assert check.describe() == []
 
 
+@pytest.mark.engine
 async def test_engine_killed_under_load_and_restarted(tmp_path: Path) -> None:
     """Reads, creates and deletes while the engine is SIGKILLed and started again.
 
