@@ -16,7 +16,15 @@ from storage.model import Comment, ListingFilter, NewComment
 from storage.reads import get_counts
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api, token
-from tests.helpers import FaultyClient, cancelled, client_error, create_many, oracle, stamp
+from tests.helpers import (
+    FaultyClient,
+    cancelled,
+    client_error,
+    create_many,
+    oracle,
+    own_table,
+    stamp,
+)
 
 CREATE = """
 mutation($input: CreateCommentInput!) {
@@ -408,20 +416,37 @@ async def test_issuer_and_audience_are_required_when_configured(
         assert created["createComment"]["created"]
 
 
-async def test_leaderboard(api: Api, table: TableRef) -> None:
-    data = await api.data("{ topProducts(first: 3) { rank fiveStarCount product { productId } } }")
-    ranks = data["topProducts"]
-    assert [r["rank"] for r in ranks] == list(range(1, len(ranks) + 1))
-    counts = [r["fiveStarCount"] for r in ranks]
-    assert counts == sorted(counts, reverse=True)
-    for r in ranks:
-        stats = await get_counts(table, r["product"]["productId"], None)
-        assert stats.count(5) == r["fiveStarCount"]
-    default = await api.data("{ topProducts { rank } }")
-    assert len(default["topProducts"]) <= 10
-    for bad in (0, 101):
-        code = await api.error_code(f"{{ topProducts(first: {bad}) {{ rank }} }}")
-        assert code == "BAD_USER_INPUT"
+# The contract's default page of the leaderboard: topProducts(first: Int! = 10).
+TOP_PRODUCTS_DEFAULT = 10
+
+
+async def test_leaderboard(table: TableRef, product_id: str) -> None:
+    # The board spans a whole table, so a table of its own: twelve ranked products (more
+    # than the default page), each with a 4-star comment that must not count, and one with
+    # 4-star comments only, which has no place on the board.
+    own = await own_table(table, "board")
+    counts = [4, 11, 1, 7, 12, 2, 9, 3, 10, 5, 8, 6]
+    fives = {f"{product_id}-{n}": count for n, count in enumerate(counts)}
+    specs = [NewComment(pid, "en", 5, "x", "ann") for pid, n in fives.items() for _ in range(n)]
+    specs += [NewComment(pid, "en", 4, "x", "ann") for pid in fives]
+    specs += [NewComment(f"{product_id}-none", "en", 4, "x", "ann") for _ in range(13)]
+    await create_many(own, specs)
+    ranking = sorted(fives.items(), key=lambda kv: -kv[1])
+    async with running_api(own.client, own.name) as api:
+        data = await api.data(
+            "{ topProducts(first: 3) { rank fiveStarCount product { productId } } }"
+        )
+        got = [
+            (r["rank"], r["product"]["productId"], r["fiveStarCount"]) for r in data["topProducts"]
+        ]
+        assert got == [(n + 1, pid, count) for n, (pid, count) in enumerate(ranking[:3])]
+        default = await api.data("{ topProducts { rank product { productId } } }")
+        assert [(r["rank"], r["product"]["productId"]) for r in default["topProducts"]] == [
+            (n + 1, pid) for n, (pid, _) in enumerate(ranking[:TOP_PRODUCTS_DEFAULT])
+        ]
+        for bad in (0, 101):
+            code = await api.error_code(f"{{ topProducts(first: {bad}) {{ rank }} }}")
+            assert code == "BAD_USER_INPUT"
 
 
 async def test_one_batch_get_for_the_stats_of_ten_products(
