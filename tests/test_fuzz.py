@@ -31,6 +31,7 @@ def server(engine: LocalEngine, fuzz_table: TableRef) -> Iterator[LiveServer]:
         yield running
 
 
+@pytest.mark.slow
 async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -> None:
     token = mint(SECRET, "fuzzer", roles=["moderator"])
     report = fuzz(server.graphql_url, token, examples=EXAMPLES)

@@ -102,6 +102,7 @@ def _send(http: httpx.Client, server: LiveServer, n: int) -> None:
     assert body.get("extensions", {}).get("storage", {}).get("calls", 0) == 0
 
 
+@pytest.mark.slow
 def test_hostile_requests_leave_memory_and_health_alone(server: LiveServer) -> None:
     with httpx.Client(timeout=60) as http:
         counter = itertools.count()

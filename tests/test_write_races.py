@@ -353,6 +353,7 @@ def harness(engine: LocalEngine) -> Iterator[_Harness]:
         HARNESS = None
 
 
+@pytest.mark.slow
 def test_writes_and_reads_race_and_stay_exact(harness: _Harness) -> None:
     # Concurrency makes a failure hard to replay exactly, so shrinking is short: the first
     # failure, with its steps, is what matters.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reliability.live import live_server
 from reliability.race import run_race
 from server.local_engine import LocalEngine
@@ -10,6 +12,7 @@ from tests.api_helpers import SECRET
 from tests.helpers import own_table
 
 
+@pytest.mark.slow
 async def test_races_through_two_processes_leave_no_drift(
     engine: LocalEngine, table: TableRef
 ) -> None:
