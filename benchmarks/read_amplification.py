@@ -30,9 +30,9 @@ from typing import Any
 
 from benchmarks.baselines import blog_fan_out
 from server.demo import LANGUAGES, RATINGS
+from server.local_engine import LocalEngine
 from storage import keys
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.model import Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
 from storage.table import TableRef, create_table

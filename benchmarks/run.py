@@ -29,9 +29,9 @@ from benchmarks.inprocess import (
     position_for,
     walk_amplification,
 )
+from server.local_engine import LocalEngine
 from storage import keys
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.reads import batch_get_counts
 from storage.table import TableRef
 

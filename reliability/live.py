@@ -18,8 +18,8 @@ from typing import IO
 import httpx
 
 from resolvers.auth import mint
+from server.local_engine import LocalEngine, free_port
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine, free_port
 from storage.table import TableRef, create_table
 from storage.verify import Report, verify
 

@@ -31,8 +31,8 @@ import httpx
 
 from reliability.live import LiveServer, live_server
 from resolvers.auth import mint
+from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.table import TableRef, create_table
 from storage.verify import verify
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 
 PAGE = """query($pid: ID!, $lang: String, $ratings: [Int!], $first: Int, $after: String,
                  $last: Int, $before: String) {

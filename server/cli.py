@@ -1,6 +1,7 @@
 """The ``comments`` command: serve the API, manage the table and data, mint dev tokens.
 
-Configuration comes from the environment (see the README) or the matching options.
+Configuration comes from the environment, read once through ``server.settings`` (see the
+README); the matching options win over it.
 """
 
 from __future__ import annotations
@@ -8,45 +9,76 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from resolvers.auth import DEFAULT_MAX_LIFETIME, mint
+from pydantic import ValidationError
+
+from resolvers.auth import mint
 from resolvers.errors import ApiError
 from resolvers.pages import page_request
 from schema import build_schema
 from server.app import create_app
-from server.demo import demo_comments
+from server.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
+from server.local_engine import EngineError, LocalEngine
 from server.progress import progress_bar
 from server.protocol import HeadLimits, guarded_protocol
-from server.settings import Settings
+from server.runtime import DEV_TOKEN_LIFETIME
+from server.settings import Settings, StorageSettings, TokenSettings
 from storage.bulk import load_new_products
-from storage.client import ClientSettings, open_client
+from storage.client import open_client
 from storage.cursor import encode_cursor
 from storage.errors import StorageError
-from storage.local_engine import EngineError, LocalEngine
 from storage.model import ListingFilter
 from storage.reads import list_comments
 from storage.table import TableRef, create_table
 from storage.verify import Report, repair, verify
 
+# Options that override a setting: the option's name in argparse -> the settings field.
+_STORAGE_OPTIONS = {
+    "endpoint_url": "dynamodb_endpoint_url",
+    "table": "dynamodb_table",
+    "region": "aws_region",
+}
+_TOKEN_OPTIONS = {"secret": "jwt_secret", "issuer": "jwt_issuer", "audience": "jwt_audience"}
+_SERVE_OPTIONS = {"host": "host", "port": "port"}
+
+
+def _default(field: str) -> Any:
+    """The default the settings declare for ``field`` (for help texts)."""
+    return Settings.model_fields[field].default
+
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--endpoint-url",
-        default=os.environ.get("DYNAMODB_ENDPOINT_URL"),
-        help="DynamoDB endpoint (default: $DYNAMODB_ENDPOINT_URL, else AWS)",
+        "--endpoint-url", help="DynamoDB endpoint (default: $DYNAMODB_ENDPOINT_URL, else AWS)"
     )
     parser.add_argument(
         "--table",
-        default=os.environ.get("DYNAMODB_TABLE", "comments"),
-        help="table name (default: $DYNAMODB_TABLE or 'comments')",
+        help=f"table name (default: $DYNAMODB_TABLE or {_default('dynamodb_table')!r})",
     )
-    parser.add_argument("--region", default=os.environ.get("AWS_REGION", "us-east-1"))
+    parser.add_argument(
+        "--region", help=f"AWS region (default: $AWS_REGION or {_default('aws_region')})"
+    )
+
+
+def _given(args: argparse.Namespace, options: dict[str, str]) -> dict[str, Any]:
+    """The settings fields the command line gives; they win over the environment."""
+    values = {field: getattr(args, option) for option, field in options.items()}
+    return {field: value for field, value in values.items() if value is not None}
+
+
+def storage_settings(args: argparse.Namespace) -> StorageSettings:
+    """Where the table is: the environment's storage settings under the options given."""
+    return StorageSettings(**_given(args, _STORAGE_OPTIONS))
+
+
+def token_settings(args: argparse.Namespace) -> TokenSettings:
+    """How tokens are signed and checked: the environment's settings under the options."""
+    return TokenSettings(**_given(args, _TOKEN_OPTIONS))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,26 +88,30 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve", help="run the API (starts DynamoDB Local with demo data unless an endpoint is set)"
     )
-    serve.add_argument("--host", default=None, help="default: $HOST or 127.0.0.1")
-    serve.add_argument("--port", type=int, default=None, help="default: $PORT or 8000")
+    serve.add_argument("--host", help=f"default: $HOST or {_default('host')}")
+    serve.add_argument("--port", type=int, help=f"default: $PORT or {_default('port')}")
 
     seed = sub.add_parser("seed", help="write synthetic demo data (new products only)")
     _add_connection(seed)
-    seed.add_argument("--products", type=int, default=60)
-    seed.add_argument("--seed", type=int, default=42, help="random seed (same data each time)")
+    seed.add_argument(
+        "--products",
+        type=int,
+        default=DEMO_PRODUCTS,
+        help=f"products besides the hot one (default {DEMO_PRODUCTS})",
+    )
+    seed.add_argument(
+        "--seed", type=int, default=DEMO_SEED, help="random seed (same data each time)"
+    )
 
     token = sub.add_parser("token", help="mint a development JWT (HS256, secret $JWT_SECRET)")
     token.add_argument("sub", help="author id")
     token.add_argument("--name", help="display name (default: the author id)")
     token.add_argument("--moderator", action="store_true", help="add the moderator role")
-    token.add_argument("--hours", type=float, default=24.0, help="lifetime (default 24)")
-    token.add_argument("--secret", default=os.environ.get("JWT_SECRET"))
-    token.add_argument(
-        "--issuer", default=os.environ.get("JWT_ISSUER"), help="iss (default: $JWT_ISSUER)"
-    )
-    token.add_argument(
-        "--audience", default=os.environ.get("JWT_AUDIENCE"), help="aud (default: $JWT_AUDIENCE)"
-    )
+    hours = DEV_TOKEN_LIFETIME / 3600
+    token.add_argument("--hours", type=float, default=hours, help=f"lifetime (default {hours:g})")
+    token.add_argument("--secret", help="default: $JWT_SECRET")
+    token.add_argument("--issuer", help="iss (default: $JWT_ISSUER)")
+    token.add_argument("--audience", help="aud (default: $JWT_AUDIENCE)")
 
     export = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     export.add_argument("--output", type=Path, help="write to this file instead")
@@ -108,14 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace) -> ClientSettings:
-    return ClientSettings(endpoint_url=args.endpoint_url, region=args.region)
-
-
 async def _create(args: argparse.Namespace) -> int:
-    async with open_client(_settings(args)) as client:
-        created = await create_table(client, args.table)
-    print(f"table {args.table!r} {'created' if created else 'already exists'}; indexes active")
+    settings = storage_settings(args)
+    name = settings.dynamodb_table
+    async with open_client(settings.client_settings()) as client:
+        created = await create_table(client, name)
+    print(f"table {name!r} {'created' if created else 'already exists'}; indexes active")
     return 0
 
 
@@ -131,8 +165,9 @@ async def _verify(args: argparse.Namespace) -> int:
     def progress(scanned: int) -> None:
         print(f"\rscanned {scanned} items", end="", file=sys.stderr, flush=True)
 
-    async with open_client(_settings(args)) as client:
-        table = TableRef(client, args.table)
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        table = TableRef(client, settings.dynamodb_table)
         report = await verify(table, progress=progress)
         print(file=sys.stderr)
         _print_report(report)
@@ -147,8 +182,9 @@ async def _explain(args: argparse.Namespace) -> int:
     ratings = None if not args.ratings else frozenset(int(r) for r in args.ratings.split(","))
     listing = ListingFilter(args.product_id, args.language, ratings)
     page = page_request(args.first, args.after, args.last, args.before)
-    async with open_client(_settings(args)) as client:
-        result = await list_comments(TableRef(client, args.table), listing, page)
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        result = await list_comments(TableRef(client, settings.dynamodb_table), listing, page)
     print(result.plan.explain())
     for q in result.executed:
         print(
@@ -183,31 +219,34 @@ def _engine(args: argparse.Namespace) -> int:
 async def _seed(args: argparse.Namespace) -> int:
     comments = list(demo_comments(args.products, args.seed))
     progress = progress_bar(len(comments), "writing comments")
-    async with open_client(_settings(args)) as client:
-        await create_table(client, args.table)
-        written = await load_new_products(TableRef(client, args.table), comments, progress=progress)
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        await create_table(client, settings.dynamodb_table)
+        table = TableRef(client, settings.dynamodb_table)
+        written = await load_new_products(table, comments, progress=progress)
     print(f"seeded {written} comments on {len({c.product_id for c in comments})} products")
     return 0
 
 
 def _token(args: argparse.Namespace) -> int:
-    if not args.secret:
+    settings = token_settings(args)
+    if not settings.jwt_secret:
         print("error: set JWT_SECRET (or --secret) to the server's secret", file=sys.stderr)
         return 2
     ttl = int(args.hours * 3600)
-    cap = int(os.environ.get("JWT_MAX_LIFETIME", DEFAULT_MAX_LIFETIME))
+    cap = settings.jwt_max_lifetime
     if cap and ttl > cap:
         print(f"error: the server accepts tokens of at most {cap / 3600:g} h", file=sys.stderr)
         return 2
     roles = ["moderator"] if args.moderator else []
     token = mint(
-        args.secret,
+        settings.jwt_secret,
         args.sub,
         name=args.name,
         roles=roles,
         ttl_seconds=ttl,
-        issuer=args.issuer,
-        audience=args.audience,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
     )
     print(token)
     return 0
@@ -247,11 +286,21 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    settings = Settings(**overrides)
+    settings = Settings(**_given(args, _SERVE_OPTIONS))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     uvicorn.run(create_app(settings), log_level="info", **uvicorn_options(settings))
     return 0
+
+
+def _problems(error: ValidationError) -> list[str]:
+    """What is wrong with the configuration, one line per problem, named as the environment
+    variable; never the value given, which may be a secret."""
+    problems = []
+    for found in error.errors(include_url=False, include_input=False):
+        message = found["msg"].removeprefix("Value error, ")
+        name = ".".join(str(part) for part in found["loc"]).upper()
+        problems.append(message if not name or message.startswith(name) else f"{name}: {message}")
+    return problems
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -269,6 +318,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seed": _seed,
         }
         return asyncio.run(handler[args.command](args))
+    except ValidationError as exc:
+        for problem in _problems(exc):
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     except (EngineError, StorageError, ApiError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,8 @@ from storage.model import Comment
 
 LANGUAGES = {"en": 0.50, "de": 0.20, "fr": 0.12, "es": 0.10, "pt-br": 0.05, "ja": 0.03}
 RATINGS = {5: 0.55, 4: 0.20, 1: 0.12, 3: 0.08, 2: 0.05}
+DEMO_PRODUCTS = 60  # products besides the hot one
+DEMO_SEED = 42  # the same demo data on every machine
 PHRASES = {
     "en": [
         "Works as described",
@@ -59,7 +61,7 @@ PHRASES = {
 AUTHORS = ["ana", "ben", "chloe", "dmitri", "emma", "farid", "grace", "hiro", "ines", "jonas"]
 
 
-def demo_comments(products: int, seed: int = 42) -> Iterator[Comment]:
+def demo_comments(products: int, seed: int = DEMO_SEED) -> Iterator[Comment]:
     """Comments for ``products`` products plus one hot product, deterministic per seed."""
     rng = random.Random(seed)
     plan = [("sku-hot", 2000, False)] + [

@@ -32,12 +32,13 @@ HttpImplementation = Literal["auto", "h11", "httptools"]
 
 @dataclass(frozen=True, slots=True)
 class HeadLimits:
-    """What a request head (request line and header fields) may be; the defaults are the
-    settings' (server.settings)."""
+    """What a request head (request line and header fields) may be: MAX_HEADER_BYTES,
+    MAX_HEADERS and HEADER_TIMEOUT of the settings (server.settings), which hold the
+    defaults."""
 
-    max_bytes: int = 32 * 1024
-    max_headers: int = 100
-    timeout: float = 10.0
+    max_bytes: int
+    max_headers: int
+    timeout: float
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1024 or self.max_headers < 1 or self.timeout <= 0:
@@ -60,7 +61,8 @@ class _HeadGuard(asyncio.Protocol):
     """The byte cap and the timeout, shared by both protocols. A subclass says when a head
     is pending and whether a response is still being sent."""
 
-    limits: ClassVar[HeadLimits] = HeadLimits()
+    # Given to each subclass by guarded_protocol, from the settings.
+    limits: ClassVar[HeadLimits]
     # Set by uvicorn's protocols, which come after this class in the MRO.
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop

@@ -8,28 +8,75 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from storage.writes import WriteLimits
+from resolvers.auth import DEFAULT_MAX_LIFETIME
+from schema import SchemaOptions
+from server.demo import DEMO_PRODUCTS
+from storage.client import ClientSettings
+from storage.planner import DEFAULT_TUNING
+from storage.writes import DEFAULT_LIMITS, WriteLimits
+
+# Defaults of the layers these settings configure are defined there, once, and read here.
+_CLIENT = ClientSettings()
+_SCHEMA = SchemaOptions()
+
+# hide_input_in_errors: a refused value (a secret among them) never appears in the error.
+_FROM_ENVIRONMENT = SettingsConfigDict(
+    env_prefix="", case_sensitive=False, extra="ignore", hide_input_in_errors=True
+)
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+class StorageSettings(BaseSettings):
+    """Where the table is: all that the commands which only read or write it need."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    # Unset: the server starts DynamoDB Local itself, with data under DATA_DIR.
+    model_config = _FROM_ENVIRONMENT
+
+    # Unset: `comments serve` starts DynamoDB Local itself, with data under DATA_DIR; the
+    # table commands go to AWS itself.
     dynamodb_endpoint_url: str | None = None
     dynamodb_table: str = "comments"
-    aws_region: str = "us-east-1"
+    aws_region: str = _CLIENT.region
+    fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # storage.client's parser
+
+    def client_settings(self) -> ClientSettings:
+        return ClientSettings(
+            endpoint_url=self.dynamodb_endpoint_url,
+            region=self.aws_region,
+            fast_attribute_parsing=self.fast_attribute_parsing,
+        )
+
+
+class TokenSettings(BaseSettings):
+    """How bearer tokens are signed and checked: what the server and `comments token` share."""
+
+    model_config = _FROM_ENVIRONMENT
+
     # Unset in embedded mode: generated at start-up, with a dev token printed.
     jwt_secret: str | None = None
-    # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
-    # set it to keep the ids when rotating that secret.
-    author_id_key: str | None = None
     # When set, tokens must carry exactly this iss / aud.
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     # Seconds a token may live (exp - iat); tokens must then carry iat. 0: no cap.
-    jwt_max_lifetime: int = Field(default=7 * 24 * 3600, ge=0)
+    jwt_max_lifetime: int = Field(default=DEFAULT_MAX_LIFETIME, ge=0)
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _long_enough(cls, value: str | None) -> str | None:
+        # RFC 7518: an HS256 key should have at least 256 bits.
+        if value is not None and len(value.encode()) < 32:
+            raise ValueError("JWT_SECRET must be at least 32 bytes")
+        return value
+
+
+class Settings(StorageSettings, TokenSettings):
+    """Everything the server reads: the storage and token settings and its own."""
+
+    model_config = _FROM_ENVIRONMENT
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
+    # set it to keep the ids when rotating that secret.
+    author_id_key: str | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Production posture: GraphiQL, introspection, field suggestions and the dev token
     # default to off, and a JWT secret and an endpoint are required (see the README).
@@ -57,8 +104,8 @@ class Settings(BaseSettings):
     # Open connections (and requests in progress) beyond this are answered 503.
     max_connections: int = Field(default=1000, ge=1)
     # Points a request may cost (storage queries it could run, see schema.cost).
-    max_query_cost: int = Field(default=500, ge=1)
-    max_response_nodes: int = Field(default=1000, ge=1)  # objects a response may hold
+    max_query_cost: int = Field(default=_SCHEMA.max_cost, ge=1)
+    max_response_nodes: int = Field(default=_SCHEMA.max_nodes, ge=1)  # objects a response may hold
     data_dir: Path = Path(".data")
     # Every storage call of one request must finish within this many seconds.
     storage_timeout: float = Field(default=5.0, gt=0)
@@ -69,28 +116,20 @@ class Settings(BaseSettings):
     # Print a ready-to-paste dev token at start-up (unset: only when the secret is generated).
     dev_token: bool | None = None
     # Head-room of fan-out reads, in standard deviations (storage.planner.Tuning.z).
-    read_headroom: float = Field(default=0.25, ge=0, le=5)
+    read_headroom: float = Field(default=DEFAULT_TUNING.z, ge=0, le=5)
     # Per-author write limits, kept in DynamoDB (0 lifts one): comments one author may have
-    # on one product, and comments one author may create per clock hour.
-    comments_per_product: int = Field(default=1, ge=0)
-    comments_per_hour: int = Field(default=30, ge=0)
+    # on one product, and comments one author may create per clock hour. (0 here is None,
+    # no limit, in WriteLimits.)
+    comments_per_product: int = Field(default=DEFAULT_LIMITS.per_product or 0, ge=0)
+    comments_per_hour: int = Field(default=DEFAULT_LIMITS.per_hour or 0, ge=0)
     # Performance switches (see benchmarks/RESULTS.md for what each is worth).
-    graphql_caches: bool = True  # parser and validation caches
-    fast_attribute_parsing: bool = True  # see storage.client._WireAttributeParser
+    graphql_caches: bool = _SCHEMA.caches  # parser and validation caches
     orjson: bool = True  # encode responses with orjson
     gc_freeze: bool = True  # move start-up objects out of the collector's way
     uvicorn_loop: Literal["auto", "asyncio", "uvloop"] = "auto"
     uvicorn_http: Literal["auto", "h11", "httptools"] = "auto"
     access_log: bool = True
-    demo_products: int = Field(default=60, ge=0)
-
-    @field_validator("jwt_secret")
-    @classmethod
-    def _long_enough(cls, value: str | None) -> str | None:
-        # RFC 7518: an HS256 key should have at least 256 bits.
-        if value is not None and len(value.encode()) < 32:
-            raise ValueError("JWT_SECRET must be at least 32 bytes")
-        return value
+    demo_products: int = Field(default=DEMO_PRODUCTS, ge=0)
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -105,6 +144,19 @@ class Settings(BaseSettings):
             raise ValueError("PRODUCTION needs DYNAMODB_ENDPOINT_URL (no embedded engine)")
         if self.production and self.jwt_secret is None:
             raise ValueError("PRODUCTION needs JWT_SECRET")
+        return self
+
+    @model_validator(mode="after")
+    def _endpoint_needs_a_secret(self) -> Self:
+        # A secret made at start-up changes with every start and differs between processes:
+        # fine for the embedded engine, one development process that prints a fresh dev
+        # token each time; tokens for a real table must outlive a restart and hold in
+        # every process.
+        if not self.embedded and self.jwt_secret is None:
+            raise ValueError(
+                "JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is "
+                "(only the embedded engine runs on a secret made at start-up)"
+            )
         return self
 
     @property

@@ -1,7 +1,10 @@
 """Fixtures: one DynamoDB Local per test session, one client, one table.
 
 Tests isolate themselves by using fresh product ids rather than fresh tables, so the engine
-and the table are created once.
+and the table are created once. Every test that uses the engine, through these fixtures or
+any built on them, is marked ``engine``: ``pytest -m "not engine"`` runs the unit tests
+without starting one. (The few tests that start an engine of their own carry the marker
+themselves.)
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from tests.api_helpers import Api, running_api
@@ -34,6 +37,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        # fixturenames is the closure: a fixture built on `engine` counts too.
+        if "engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.engine)
 
 
 @pytest.fixture(scope="session")

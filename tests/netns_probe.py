@@ -21,8 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from storage import local_engine
-from storage.local_engine import EngineError, LocalEngine, free_port
+from server import local_engine
+from server.local_engine import EngineError, LocalEngine, free_port
 
 SKIP = 77
 INTERFACE = "probe0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+import uuid
 from typing import Any
 
 import jwt
@@ -16,7 +17,15 @@ from storage.model import Comment, ListingFilter, NewComment
 from storage.reads import get_counts
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api, token
-from tests.helpers import FaultyClient, cancelled, client_error, create_many, oracle, stamp
+from tests.helpers import (
+    FaultyClient,
+    cancelled,
+    client_error,
+    create_many,
+    oracle,
+    own_table,
+    stamp,
+)
 
 CREATE = """
 mutation($input: CreateCommentInput!) {
@@ -47,11 +56,18 @@ query($pid: ID!, $language: String, $ratings: [Int!], $first: Int, $after: Strin
 }"""
 
 
-@pytest.fixture
-async def seeded(table: TableRef, product_id: str) -> list[Comment]:
+@pytest.fixture(scope="module")
+def seeded_pid() -> str:
+    """The id of the product `seeded` seeds, this module's own."""
+    return f"p-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+async def seeded(table: TableRef, seeded_pid: str) -> list[Comment]:
+    """Seeded once for the module: the tests that use it only read."""
     specs = [
         NewComment(
-            product_id,
+            seeded_pid,
             ["en", "de", "fr"][n % 3],
             [5, 4, 5, 1, 2, 5, 4][n % 7],
             f"body {n}",
@@ -87,14 +103,14 @@ async def test_product_resolves_any_valid_id_with_zero_counts(api: Api, product_
 
 
 async def test_stats_all_languages_and_one(
-    api: Api, seeded: list[Comment], product_id: str
+    api: Api, seeded: list[Comment], seeded_pid: str
 ) -> None:
     data = await api.data(
         """query($pid: ID!) { product(productId: $pid) {
              all: stats { total average histogram { rating count } }
              de: stats(language: "DE") { language total histogram { rating count } }
              lastCommentedAt } }""",
-        {"pid": product_id},
+        {"pid": seeded_pid},
     )
     p = data["product"]
     assert p["all"]["total"] == len(seeded)
@@ -114,16 +130,16 @@ async def test_stats_all_languages_and_one(
 async def test_pagination_both_ways_through_graphql(
     api: Api,
     seeded: list[Comment],
-    product_id: str,
+    seeded_pid: str,
     language: str | None,
     ratings: list[int] | None,
     size: int,
 ) -> None:
     expected = [
         c.comment_id
-        for c in oracle(seeded, ListingFilter(product_id, language, frozenset(ratings or [])))
+        for c in oracle(seeded, ListingFilter(seeded_pid, language, frozenset(ratings or [])))
     ]
-    base = {"pid": product_id, "language": language, "ratings": ratings}
+    base = {"pid": seeded_pid, "language": language, "ratings": ratings}
     got: list[str] = []
     after = None
     while True:
@@ -157,8 +173,8 @@ async def test_pagination_both_ways_through_graphql(
     assert back == expected
 
 
-async def test_plan_is_explained(api: Api, seeded: list[Comment], product_id: str) -> None:
-    conn = (await api.data(PAGE, {"pid": product_id, "ratings": [1, 2, 3], "first": 5}))["product"][
+async def test_plan_is_explained(api: Api, seeded: list[Comment], seeded_pid: str) -> None:
+    conn = (await api.data(PAGE, {"pid": seeded_pid, "ratings": [1, 2, 3], "first": 5}))["product"][
         "comments"
     ]
     plan = conn["plan"]
@@ -166,9 +182,9 @@ async def test_plan_is_explained(api: Api, seeded: list[Comment], product_id: st
     assert plan["skippedRatings"] == [3]
     assert plan["itemsRead"] == sum(q["itemsRead"] for q in plan["queries"])
     assert plan["itemsRead"] >= len(conn["edges"])
-    assert all(q["partitionKey"].startswith(f"PRODUCT#{product_id}") for q in plan["queries"])
+    assert all(q["partitionKey"].startswith(f"PRODUCT#{seeded_pid}") for q in plan["queries"])
     assert "skipped ratings [3]" in plan["explain"]
-    empty = (await api.data(PAGE, {"pid": product_id, "ratings": [3], "first": 5}))["product"][
+    empty = (await api.data(PAGE, {"pid": seeded_pid, "ratings": [3], "first": 5}))["product"][
         "comments"
     ]
     assert empty["plan"] == {**empty["plan"], "strategy": "EMPTY", "index": None, "queries": []}
@@ -201,7 +217,7 @@ async def test_bad_product_ids(api: Api, pid: str) -> None:
     assert await api.error_code(query, {"pid": pid}) == "BAD_USER_INPUT"
 
 
-async def test_comment_node_and_nodes(api: Api, seeded: list[Comment], product_id: str) -> None:
+async def test_comment_node_and_nodes(api: Api, seeded: list[Comment], seeded_pid: str) -> None:
     target = seeded[0]
     query = """query($cid: ID!, $ids: [ID!]!, $nid: ID!) {
       comment(commentId: $cid) { id commentId productId rating language title body author
@@ -211,7 +227,7 @@ async def test_comment_node_and_nodes(api: Api, seeded: list[Comment], product_i
       nodes(ids: $ids) { id ... on Product { productId } ... on Comment { commentId } }
     }"""
     comment_gid = base64.b64encode(f"Comment:{target.comment_id}".encode()).decode()
-    product_gid = base64.b64encode(f"Product:{product_id}".encode()).decode()
+    product_gid = base64.b64encode(f"Product:{seeded_pid}".encode()).decode()
     unknown = base64.b64encode(b"Comment:doesnotexist").decode()
     other_type = base64.b64encode(b"Order:1").decode()
     data = await api.data(
@@ -226,7 +242,7 @@ async def test_comment_node_and_nodes(api: Api, seeded: list[Comment], product_i
     assert c["id"] == comment_gid
     assert (c["commentId"], c["productId"], c["rating"], c["language"]) == (
         target.comment_id,
-        product_id,
+        seeded_pid,
         target.rating,
         target.language,
     )
@@ -236,11 +252,11 @@ async def test_comment_node_and_nodes(api: Api, seeded: list[Comment], product_i
         public_author_id(author_key(SECRET), target.author_id),
         target.created_at,
     )
-    assert c["product"] == {"productId": product_id}
+    assert c["product"] == {"productId": seeded_pid}
     assert data["missing"] is None
     assert data["node"] == {"id": comment_gid, "commentId": target.comment_id}
     assert data["nodes"] == [
-        {"id": product_gid, "productId": product_id},
+        {"id": product_gid, "productId": seeded_pid},
         None,
         {"id": comment_gid, "commentId": target.comment_id},
         None,
@@ -408,20 +424,37 @@ async def test_issuer_and_audience_are_required_when_configured(
         assert created["createComment"]["created"]
 
 
-async def test_leaderboard(api: Api, table: TableRef) -> None:
-    data = await api.data("{ topProducts(first: 3) { rank fiveStarCount product { productId } } }")
-    ranks = data["topProducts"]
-    assert [r["rank"] for r in ranks] == list(range(1, len(ranks) + 1))
-    counts = [r["fiveStarCount"] for r in ranks]
-    assert counts == sorted(counts, reverse=True)
-    for r in ranks:
-        stats = await get_counts(table, r["product"]["productId"], None)
-        assert stats.count(5) == r["fiveStarCount"]
-    default = await api.data("{ topProducts { rank } }")
-    assert len(default["topProducts"]) <= 10
-    for bad in (0, 101):
-        code = await api.error_code(f"{{ topProducts(first: {bad}) {{ rank }} }}")
-        assert code == "BAD_USER_INPUT"
+# The contract's default page of the leaderboard: topProducts(first: Int! = 10).
+TOP_PRODUCTS_DEFAULT = 10
+
+
+async def test_leaderboard(table: TableRef, product_id: str) -> None:
+    # The board spans a whole table, so a table of its own: twelve ranked products (more
+    # than the default page), each with a 4-star comment that must not count, and one with
+    # 4-star comments only, which has no place on the board.
+    own = await own_table(table, "board")
+    counts = [4, 11, 1, 7, 12, 2, 9, 3, 10, 5, 8, 6]
+    fives = {f"{product_id}-{n}": count for n, count in enumerate(counts)}
+    specs = [NewComment(pid, "en", 5, "x", "ann") for pid, n in fives.items() for _ in range(n)]
+    specs += [NewComment(pid, "en", 4, "x", "ann") for pid in fives]
+    specs += [NewComment(f"{product_id}-none", "en", 4, "x", "ann") for _ in range(13)]
+    await create_many(own, specs)
+    ranking = sorted(fives.items(), key=lambda kv: -kv[1])
+    async with running_api(own.client, own.name) as api:
+        data = await api.data(
+            "{ topProducts(first: 3) { rank fiveStarCount product { productId } } }"
+        )
+        got = [
+            (r["rank"], r["product"]["productId"], r["fiveStarCount"]) for r in data["topProducts"]
+        ]
+        assert got == [(n + 1, pid, count) for n, (pid, count) in enumerate(ranking[:3])]
+        default = await api.data("{ topProducts { rank product { productId } } }")
+        assert [(r["rank"], r["product"]["productId"]) for r in default["topProducts"]] == [
+            (n + 1, pid) for n, (pid, _) in enumerate(ranking[:TOP_PRODUCTS_DEFAULT])
+        ]
+        for bad in (0, 101):
+            code = await api.error_code(f"{{ topProducts(first: {bad}) {{ rank }} }}")
+            assert code == "BAD_USER_INPUT"
 
 
 async def test_one_batch_get_for_the_stats_of_ten_products(
@@ -497,10 +530,10 @@ def _throttled(name: str, kwargs: dict[str, Any]) -> Exception | None:
 
 
 async def test_unexpected_errors_are_masked_with_a_request_id(
-    table: TableRef, seeded: list[Comment], product_id: str, caplog: pytest.LogCaptureFixture
+    table: TableRef, seeded: list[Comment], seeded_pid: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with running_api(FaultyClient(table.client, _boom), table.name) as broken:
-        body = await broken.gql(PAGE, {"pid": product_id, "first": 3})
+        body = await broken.gql(PAGE, {"pid": seeded_pid, "first": 3})
     error = body["errors"][0]
     request_id = body["extensions"]["requestId"]
     assert error["extensions"] == {"code": "INTERNAL_SERVER_ERROR", "requestId": request_id}
@@ -514,10 +547,10 @@ async def test_unexpected_errors_are_masked_with_a_request_id(
 
 
 async def test_storage_failures_are_storage_unavailable_with_no_partial_page(
-    table: TableRef, seeded: list[Comment], product_id: str
+    table: TableRef, seeded: list[Comment], seeded_pid: str
 ) -> None:
     async with running_api(FaultyClient(table.client, _throttled), table.name) as broken:
-        body = await broken.gql(PAGE, {"pid": product_id, "ratings": [1, 2, 4], "first": 5})
+        body = await broken.gql(PAGE, {"pid": seeded_pid, "ratings": [1, 2, 4], "first": 5})
     assert body["errors"][0]["extensions"] == {"code": "STORAGE_UNAVAILABLE", "retryable": True}
     assert "Throughput" not in str(body)
     # No partial page: the connection is null as a whole, never a page with holes.
@@ -525,11 +558,11 @@ async def test_storage_failures_are_storage_unavailable_with_no_partial_page(
     assert body["data"] == {"product": {"comments": None}}
 
 
-async def test_storage_deadline(table: TableRef, seeded: list[Comment], product_id: str) -> None:
+async def test_storage_deadline(table: TableRef, seeded: list[Comment], seeded_pid: str) -> None:
     slow = _Slow(table.client, lambda name, kwargs: None)
     async with running_api(slow, table.name, storage_timeout=0.3) as api:
         started = time.monotonic()
-        body = await api.gql(PAGE, {"pid": product_id, "first": 3})
+        body = await api.gql(PAGE, {"pid": seeded_pid, "first": 3})
         elapsed = time.monotonic() - started
     assert body["errors"][0]["extensions"]["code"] == "STORAGE_UNAVAILABLE"
     assert elapsed < 1.5

@@ -9,8 +9,8 @@ import pytest
 from aiobotocore.parsers import AioJSONParser
 from aiobotocore.session import AioSession
 
+from server.local_engine import LocalEngine
 from storage.client import ClientSettings, _WireAttributeParser, open_client
-from storage.local_engine import LocalEngine
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
 from storage.table import TableRef

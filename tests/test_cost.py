@@ -4,6 +4,7 @@ estimate enforced while the request runs."""
 from __future__ import annotations
 
 import base64
+import uuid
 from typing import Any
 
 import pytest
@@ -219,8 +220,10 @@ def test_invalid_ratings_are_priced_as_the_widest_fan_out() -> None:
     assert estimate(SCHEMA, parse(query), None, None).points == 1 + 2 * 4
 
 
-@pytest.fixture
-async def seeded(table: TableRef, product_id: str) -> str:
+@pytest.fixture(scope="module")
+async def seeded(table: TableRef) -> str:
+    """A product of this module's own, seeded once: the tests that use it only read."""
+    product_id = f"p-{uuid.uuid4().hex[:12]}"
     await create_many(
         table,
         [

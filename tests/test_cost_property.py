@@ -248,7 +248,7 @@ async def seeded_table(table: TableRef) -> TableRef:
 
 
 @pytest.fixture(scope="module")
-async def api(seeded_table: TableRef) -> AsyncIterator[Api]:
+async def seeded_api(seeded_table: TableRef) -> AsyncIterator[Api]:
     async with running_api(seeded_table.client, seeded_table.name) as running:
         yield running
 
@@ -260,10 +260,10 @@ WRITER = token("property-writer", moderator=True)
 @settings(max_examples=600)
 @given(requests())
 async def test_no_request_makes_more_calls_than_its_estimate(
-    api: Api, case: tuple[str, dict[str, Any], bool]
+    seeded_api: Api, case: tuple[str, dict[str, Any], bool]
 ) -> None:
     query, variables, mutation = case
-    response = await api.http.post(
+    response = await seeded_api.http.post(
         "/graphql",
         json={"query": query, "variables": variables},
         headers={"authorization": f"Bearer {WRITER}"} if mutation else {},

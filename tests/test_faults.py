@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from reliability.proxy import Fault, FaultProxy
+from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef
 from storage.types import DynamoClient

@@ -11,7 +11,7 @@ import pytest
 from reliability.fuzz import check_response, fuzz
 from reliability.live import LiveServer, live_server
 from resolvers.auth import mint
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET
@@ -31,6 +31,7 @@ def server(engine: LocalEngine, fuzz_table: TableRef) -> Iterator[LiveServer]:
         yield running
 
 
+@pytest.mark.slow
 async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -> None:
     token = mint(SECRET, "fuzzer", roles=["moderator"])
     report = fuzz(server.graphql_url, token, examples=EXAMPLES)

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from reliability.live import live_server
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET, token
+from tests.helpers import own_table
 
 ROOT = Path(__file__).resolve().parent.parent
 CODEGEN = ROOT / ".venv-codegen" / "bin" / "ariadne-codegen"
@@ -51,8 +52,15 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="module")
-def server(engine: LocalEngine, table: TableRef) -> Iterator[str]:
-    with live_server(engine.endpoint_url, table.name, SECRET) as running:
+async def client_table(table: TableRef) -> TableRef:
+    # The test looks for its product on the leaderboard, which spans a whole table: in the
+    # shared one, other tests' products could fill the page.
+    return await own_table(table, "client")
+
+
+@pytest.fixture(scope="module")
+def server(engine: LocalEngine, client_table: TableRef) -> Iterator[str]:
+    with live_server(engine.endpoint_url, client_table.name, SECRET) as running:
         yield running.graphql_url
 
 

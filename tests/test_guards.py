@@ -21,8 +21,8 @@ import pytest
 from pydantic import ValidationError
 
 from reliability.live import LiveServer, live_server
+from server.local_engine import LocalEngine
 from server.settings import Settings
-from storage.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
 

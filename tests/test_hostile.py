@@ -1,7 +1,7 @@
 """A catalogue of hostile input. Each gets a clear error with a contract code, leaks nothing
-internal and writes nothing; at the end the verify command finds every counter exact.
+internal and writes nothing; after each the verify command finds every counter exact.
 
-The catalogue runs against a table of its own, seeded with known comments, so the closing
+The catalogue runs against a table of its own, seeded with known comments, so the
 verification covers every item the attacks could have touched.
 """
 
@@ -80,9 +80,19 @@ async def hostile_table(table: TableRef) -> TableRef:
 
 
 @pytest.fixture(scope="module")
-async def api(hostile_table: TableRef) -> AsyncIterator[Api]:
+async def hostile_api(hostile_table: TableRef) -> AsyncIterator[Api]:
     async with running_api(hostile_table.client, hostile_table.name) as running:
         yield running
+
+
+@pytest.fixture(autouse=True)
+async def nothing_written(hostile_table: TableRef) -> AsyncIterator[None]:
+    """After every test, whatever order they run in: the table holds the seeded comments
+    and nothing else, and the verify command finds every counter exact."""
+    yield
+    report = await verify(hostile_table)
+    assert report.describe() == []
+    assert report.comments == SEEDED
 
 
 def refused(body: dict[str, Any], code: str = "BAD_USER_INPUT") -> str:
@@ -152,11 +162,11 @@ ODD_LANGUAGES = [
 
 
 @pytest.mark.parametrize("pid", ODD_IDS)
-async def test_odd_product_ids(api: Api, pid: str) -> None:
-    refused(await api.gql(PAGE, {"pid": pid}))
-    refused(await api.gql(STATS, {"pid": pid}))
+async def test_odd_product_ids(hostile_api: Api, pid: str) -> None:
+    refused(await hostile_api.gql(PAGE, {"pid": pid}))
+    refused(await hostile_api.gql(STATS, {"pid": pid}))
     refused(
-        await api.gql(
+        await hostile_api.gql(
             CREATE,
             {"input": {"productId": pid, "rating": 5, "language": "en", "body": "x"}},
             token(),
@@ -165,11 +175,11 @@ async def test_odd_product_ids(api: Api, pid: str) -> None:
 
 
 @pytest.mark.parametrize("lang", ODD_LANGUAGES)
-async def test_odd_languages(api: Api, lang: str) -> None:
-    refused(await api.gql(PAGE, {"pid": PRODUCT, "lang": lang}))
-    refused(await api.gql(STATS, {"pid": PRODUCT, "lang": lang}))
+async def test_odd_languages(hostile_api: Api, lang: str) -> None:
+    refused(await hostile_api.gql(PAGE, {"pid": PRODUCT, "lang": lang}))
+    refused(await hostile_api.gql(STATS, {"pid": PRODUCT, "lang": lang}))
     refused(
-        await api.gql(
+        await hostile_api.gql(
             CREATE,
             {"input": {"productId": PRODUCT, "rating": 5, "language": lang, "body": "x"}},
             token(),
@@ -195,8 +205,8 @@ async def test_odd_languages(api: Api, lang: str) -> None:
     ],
     ids=repr,
 )
-async def test_out_of_range_arguments(api: Api, args: dict[str, Any]) -> None:
-    refused(await api.gql(PAGE, {"pid": PRODUCT, **args}))
+async def test_out_of_range_arguments(hostile_api: Api, args: dict[str, Any]) -> None:
+    refused(await hostile_api.gql(PAGE, {"pid": PRODUCT, **args}))
 
 
 @pytest.mark.parametrize(
@@ -204,13 +214,15 @@ async def test_out_of_range_arguments(api: Api, args: dict[str, Any]) -> None:
     [{"first": 2**31}, {"first": 10**30}, {"first": 1.5}, {"first": "5"}, {"ratings": "5"}],
     ids=repr,
 )
-async def test_values_of_the_wrong_type(api: Api, variables: dict[str, Any]) -> None:
-    refused(await api.gql(PAGE, {"pid": PRODUCT, **variables}))
+async def test_values_of_the_wrong_type(hostile_api: Api, variables: dict[str, Any]) -> None:
+    refused(await hostile_api.gql(PAGE, {"pid": PRODUCT, **variables}))
 
 
 @pytest.mark.parametrize("first", [-5, 0, 101, 2**31 - 1])
-async def test_leaderboard_size(api: Api, first: int) -> None:
-    refused(await api.gql("query($n: Int!) { topProducts(first: $n) { rank } }", {"n": first}))
+async def test_leaderboard_size(hostile_api: Api, first: int) -> None:
+    refused(
+        await hostile_api.gql("query($n: Int!) { topProducts(first: $n) { rank } }", {"n": first})
+    )
 
 
 def _b64(raw: bytes) -> str:
@@ -244,9 +256,11 @@ def _cursors() -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("name", "cursor"), list(_cursors().items()), ids=list(_cursors()))
-async def test_bad_cursors(api: Api, name: str, cursor: str) -> None:
-    assert "cursor" in refused(await api.gql(PAGE, {"pid": PRODUCT, "after": cursor})).lower()
-    refused(await api.gql(PAGE, {"pid": PRODUCT, "last": 3, "before": cursor}))
+async def test_bad_cursors(hostile_api: Api, name: str, cursor: str) -> None:
+    assert (
+        "cursor" in refused(await hostile_api.gql(PAGE, {"pid": PRODUCT, "after": cursor})).lower()
+    )
+    refused(await hostile_api.gql(PAGE, {"pid": PRODUCT, "last": 3, "before": cursor}))
 
 
 def _nested(depth: int) -> str:
@@ -291,8 +305,8 @@ TOO_COMPLEX = {
 
 
 @pytest.mark.parametrize("name", list(SHAPES))
-async def test_query_shapes(api: Api, name: str) -> None:
-    response = await api.http.post("/graphql", json={"query": SHAPES[name]})
+async def test_query_shapes(hostile_api: Api, name: str) -> None:
+    response = await hostile_api.http.post("/graphql", json={"query": SHAPES[name]})
     assert response.status_code in (200, 400), response.text[:200]
     refused(response.json(), "QUERY_TOO_COMPLEX" if name in TOO_COMPLEX else "BAD_USER_INPUT")
 
@@ -328,8 +342,8 @@ TRANSPORT: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("name", list(TRANSPORT))
-async def test_transport(api: Api, name: str) -> None:
-    response = await api.http.post("/graphql", **TRANSPORT[name])
+async def test_transport(hostile_api: Api, name: str) -> None:
+    response = await hostile_api.http.post("/graphql", **TRANSPORT[name])
     assert 400 <= response.status_code < 500, (response.status_code, response.text[:200])
     refused(response.json())
 
@@ -344,8 +358,8 @@ async def test_transport(api: Api, name: str) -> None:
         ("PATCH", None),
     ],
 )
-async def test_methods(api: Api, method: str, params: dict[str, str] | None) -> None:
-    response = await api.http.request(method, "/graphql", params=params, headers=JSON)
+async def test_methods(hostile_api: Api, method: str, params: dict[str, str] | None) -> None:
+    response = await hostile_api.http.request(method, "/graphql", params=params, headers=JSON)
     assert response.status_code in (400, 405), response.text[:200]
     refused(response.json())
 
@@ -389,9 +403,9 @@ AUTH = {
 
 
 @pytest.mark.parametrize("name", list(AUTH))
-async def test_bad_authorization(api: Api, name: str) -> None:
+async def test_bad_authorization(hostile_api: Api, name: str) -> None:
     body = (
-        await api.http.post(
+        await hostile_api.http.post(
             "/graphql",
             json={
                 "query": CREATE,
@@ -405,10 +419,12 @@ async def test_bad_authorization(api: Api, name: str) -> None:
     refused(body, "UNAUTHENTICATED")
 
 
-async def test_nothing_hostile_changed_the_counters(api: Api, hostile_table: TableRef) -> None:
-    # Runs last in this module (pytest keeps file order): every attack above has happened.
+async def test_nothing_hostile_changed_the_counters(
+    hostile_api: Api, hostile_table: TableRef
+) -> None:
+    # The same check as after every test, and the count as clients see it.
     report = await verify(hostile_table)
     assert report.describe() == []
     assert report.comments == SEEDED
-    data = await api.data(STATS, {"pid": PRODUCT})
+    data = await hostile_api.data(STATS, {"pid": PRODUCT})
     assert data["product"]["stats"]["total"] == SEEDED

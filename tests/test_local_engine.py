@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from storage import local_engine
+from server import local_engine
+from server.local_engine import EngineError, LocalEngine
+from server.loopback import listening_sockets, parse_listening
 from storage.client import is_local_endpoint
-from storage.local_engine import EngineError, LocalEngine
-from storage.loopback import listening_sockets, parse_listening
 from tests import netns_probe
 
 
@@ -46,6 +46,7 @@ def test_jar_override_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
         local_engine.find_jar()
 
 
+@pytest.mark.engine
 def test_persistent_engine_starts_answers_and_stops(tmp_path: Path) -> None:
     engine = LocalEngine(data_dir=tmp_path / "data")
     with engine:
@@ -78,6 +79,7 @@ def test_placeholder_credentials_only_for_local_endpoints(
     assert is_local_endpoint(endpoint) is local
 
 
+@pytest.mark.engine
 def test_relative_data_dir_is_taken_from_the_callers_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,10 +117,12 @@ def _private_network(scenario: str) -> dict[str, str]:
     return outcome
 
 
+@pytest.mark.engine
 def test_engine_answers_on_loopback_and_refuses_other_addresses_of_the_machine() -> None:
     assert _private_network("loopback") == {"127.0.0.1": "connected", "10.231.0.1": "refused"}
 
 
+@pytest.mark.engine
 def test_engine_that_listens_beyond_loopback_is_stopped_at_start() -> None:
     outcome = _private_network("unloaded")
     assert outcome["error"].startswith("DynamoDB Local listens beyond loopback ([::]:")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from storage.table import TableRef
-from tests.api_helpers import Api, running_api, token
+from tests.api_helpers import Api, token
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -29,12 +27,6 @@ EXAMPLES = _examples()
 
 def test_the_readme_has_examples() -> None:
     assert len(EXAMPLES) >= 10
-
-
-@pytest.fixture(scope="module")
-async def api(table: TableRef) -> AsyncIterator[Api]:
-    async with running_api(table.client, table.name) as running:
-        yield running
 
 
 @pytest.mark.parametrize("operation", [e for e in EXAMPLES if "PASTE" not in e])

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from reliability.live import LiveServer, live_server, rss_bytes
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef
 from tests.api_helpers import SECRET
@@ -102,6 +102,7 @@ def _send(http: httpx.Client, server: LiveServer, n: int) -> None:
     assert body.get("extensions", {}).get("storage", {}).get("calls", 0) == 0
 
 
+@pytest.mark.slow
 def test_hostile_requests_leave_memory_and_health_alone(server: LiveServer) -> None:
     with httpx.Client(timeout=60) as http:
         counter = itertools.count()

@@ -16,8 +16,8 @@ import pytest
 from reliability.live import LiveServer, live_server
 from reliability.soak import ENGINE_WINDOW, Driver, Losses, SoakReport, losses, snapshot
 from resolvers.auth import mint
+from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef, create_table
 from storage.verify import verify
@@ -63,6 +63,7 @@ def server(engine: LocalEngine, soak_table: TableRef) -> Iterator[LiveServer]:
         yield running
 
 
+@pytest.mark.slow
 async def test_short_soak_loses_nothing(server: LiveServer, soak_table: TableRef) -> None:
     before = await snapshot(server.graphql_url, [*PRODUCTS, HOT])
     driver = Driver(server.graphql_url, _token, PRODUCTS, HOT, seed=3)
@@ -79,6 +80,8 @@ async def test_short_soak_loses_nothing(server: LiveServer, soak_table: TableRef
     assert check.describe() == []
 
 
+@pytest.mark.slow
+@pytest.mark.engine
 async def test_engine_killed_under_load_and_restarted(tmp_path: Path) -> None:
     """Reads, creates and deletes while the engine is SIGKILLed and started again.
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from server.cli import main as cli_main
 from storage import keys
-from storage.local_engine import LocalEngine
 from storage.model import NewComment
 from storage.table import TableRef
 from storage.verify import Report, repair, verify
@@ -78,20 +76,3 @@ async def test_repair_skips_items_that_changed_after_the_scan(
     assert len(_mine(again, product_id)) == 1
     await repair(table, again)
     await assert_counters_exact(table, product_id)
-
-
-def test_cli_verify_and_create_table(engine: LocalEngine, capsys: object) -> None:
-    args = ["--endpoint-url", engine.endpoint_url, "--table", "cli_check"]
-    assert cli_main(["create-table", *args]) == 0
-    assert cli_main(["create-table", *args]) == 0
-    assert cli_main(["verify-stats", *args]) == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert "created" in out
-    assert "already exists" in out
-    assert "all counters and leaderboard entries are exact" in out
-
-
-def test_cli_rejects_a_bad_table_name_clearly(capsys: object) -> None:
-    assert cli_main(["create-table", "--endpoint-url", "http://127.0.0.1:9", "--table", "a"]) == 2
-    err = capsys.readouterr().err  # type: ignore[attr-defined]
-    assert "table name 'a' must be 3-255 characters" in err

@@ -24,6 +24,7 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from server.local_engine import LocalEngine
 from storage import keys
 from storage.client import ClientSettings, open_client
 from storage.cursor import decode_cursor, encode_cursor
@@ -32,7 +33,6 @@ from storage.errors import (
     CommentsPerProductLimit,
     IdempotencyKeyReused,
 )
-from storage.local_engine import LocalEngine
 from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
 from storage.retry import Backoff
@@ -353,6 +353,7 @@ def harness(engine: LocalEngine) -> Iterator[_Harness]:
         HARNESS = None
 
 
+@pytest.mark.slow
 def test_writes_and_reads_race_and_stay_exact(harness: _Harness) -> None:
     # Concurrency makes a failure hard to replay exactly, so shrinking is short: the first
     # failure, with its steps, is what matters.

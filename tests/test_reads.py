@@ -20,16 +20,23 @@ from storage.reads import (
 )
 from storage.table import TableRef, create_table
 from storage.writes import create_comment, delete_comment, get_comment
-from tests.helpers import create_many, oracle, stamp, walk
+from tests.helpers import create_many, oracle, own_table, stamp, walk
 
 LANGS = ["en", "de", "fr"]
 
 
-@pytest.fixture
-async def product(table: TableRef, product_id: str) -> list[Comment]:
+@pytest.fixture(scope="module")
+def seeded_pid() -> str:
+    """The id of the product `product` seeds, this module's own."""
+    return f"p-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+async def product(table: TableRef, seeded_pid: str) -> list[Comment]:
+    """Seeded once for the module: the tests that use it only read."""
     specs = [
         NewComment(
-            product_id,
+            seeded_pid,
             LANGS[n % 3],
             [5, 4, 5, 1, 2, 5, 4][n % 7],
             f"body {n}",
@@ -47,19 +54,19 @@ async def test_table_creation_is_idempotent(client: object, table: TableRef) -> 
 
 
 async def test_ap1_all_comments_newest_first(
-    table: TableRef, product: list[Comment], product_id: str
+    table: TableRef, product: list[Comment], seeded_pid: str
 ) -> None:
-    page = await list_comments(table, ListingFilter(product_id), PageRequest(10))
+    page = await list_comments(table, ListingFilter(seeded_pid), PageRequest(10))
     assert page.plan.strategy is Strategy.ALL
-    assert list(page.comments) == oracle(product, ListingFilter(product_id))[:10]
+    assert list(page.comments) == oracle(product, ListingFilter(seeded_pid))[:10]
     assert page.has_more
     # Planned without stats (one partition whatever the counts): one query, one extra item.
     assert page.items_read == 11
     assert len(page.executed) == 1
 
 
-async def test_ap2_one_language(table: TableRef, product: list, product_id: str) -> None:  # type: ignore[type-arg]
-    listing = ListingFilter(product_id, "de")
+async def test_ap2_one_language(table: TableRef, product: list, seeded_pid: str) -> None:  # type: ignore[type-arg]
+    listing = ListingFilter(seeded_pid, "de")
     page = await list_comments(table, listing, PageRequest(50))
     assert page.plan.strategy is Strategy.BY_LANG
     assert list(page.comments) == oracle(product, listing)
@@ -81,12 +88,12 @@ async def test_ap2_one_language(table: TableRef, product: list, product_id: str)
 async def test_ap3_rating_sets(
     table: TableRef,
     product: list[Comment],
-    product_id: str,
+    seeded_pid: str,
     language: str | None,
     ratings: set[int],
     strategy: Strategy | None,
 ) -> None:
-    listing = ListingFilter(product_id, language, frozenset(ratings))
+    listing = ListingFilter(seeded_pid, language, frozenset(ratings))
     page = await list_comments(table, listing, PageRequest(7))
     if strategy is not None:
         assert page.plan.strategy is strategy
@@ -122,13 +129,13 @@ async def test_ap5_delete(table: TableRef, product_id: str) -> None:
 async def test_ap6_pagination_both_ways(
     table: TableRef,
     product: list[Comment],
-    product_id: str,
+    seeded_pid: str,
     size: int,
 ) -> None:
     for listing in [
-        ListingFilter(product_id),
-        ListingFilter(product_id, ratings=frozenset({1, 2, 4})),
-        ListingFilter(product_id, "en", frozenset({5, 1})),
+        ListingFilter(seeded_pid),
+        ListingFilter(seeded_pid, ratings=frozenset({1, 2, 4})),
+        ListingFilter(seeded_pid, "en", frozenset({5, 1})),
     ]:
         expected = oracle(product, listing)
         for direction in Direction:
@@ -139,8 +146,8 @@ async def test_ap6_pagination_both_ways(
             assert all(n == size for n in full[:-1])
 
 
-async def test_ap6_constant_cost_at_depth(table: TableRef, product: list, product_id: str) -> None:  # type: ignore[type-arg]
-    listing = ListingFilter(product_id, ratings=frozenset({5, 4}))
+async def test_ap6_constant_cost_at_depth(table: TableRef, product: list, seeded_pid: str) -> None:  # type: ignore[type-arg]
+    listing = ListingFilter(seeded_pid, ratings=frozenset({5, 4}))
     expected = oracle(product, listing)
     first = await list_comments(table, listing, PageRequest(5))
     deep = await list_comments(
@@ -152,20 +159,20 @@ async def test_ap6_constant_cost_at_depth(table: TableRef, product: list, produc
 
 
 async def test_ap7_ap9_counts_all_languages(
-    table: TableRef, product: list[Comment], product_id: str
+    table: TableRef, product: list[Comment], seeded_pid: str
 ) -> None:
-    counts = await get_counts(table, product_id, None)
+    counts = await get_counts(table, seeded_pid, None)
     expected = [sum(1 for c in product if c.rating == r) for r in keys.RATINGS]
     assert list(counts.by_rating) == expected
     assert counts.total == len(product)
-    assert await last_commented_at(table, [product_id]) == [max(c.created_at for c in product)]
+    assert await last_commented_at(table, [seeded_pid]) == [max(c.created_at for c in product)]
 
 
 async def test_ap8_ap10_counts_one_language(
-    table: TableRef, product: list[Comment], product_id: str
+    table: TableRef, product: list[Comment], seeded_pid: str
 ) -> None:
     for lang in LANGS:
-        counts = await get_counts(table, product_id, lang)
+        counts = await get_counts(table, seeded_pid, lang)
         mine = [c for c in product if c.language == lang]
         assert list(counts.by_rating) == [
             sum(1 for c in mine if c.rating == r) for r in keys.RATINGS
@@ -174,11 +181,11 @@ async def test_ap8_ap10_counts_one_language(
 
 
 async def test_counts_in_batches_keep_key_order(
-    table: TableRef, product: list[Comment], product_id: str
+    table: TableRef, product: list[Comment], seeded_pid: str
 ) -> None:
     unknown = f"none-{uuid.uuid4().hex[:6]}"
     wanted: list[tuple[str, str | None]] = [(unknown, None)]
-    wanted += [(product_id, lang) for lang in LANGS] * 40 + [(product_id, None)]
+    wanted += [(seeded_pid, lang) for lang in LANGS] * 40 + [(seeded_pid, None)]
     got = await batch_get_counts(table, wanted)
     assert [(c.product_id, c.language) for c in got] == wanted
     assert got[0] == RatingCounts(unknown, None)
@@ -188,16 +195,18 @@ async def test_counts_in_batches_keep_key_order(
 
 
 async def test_ap11_leaderboard(table: TableRef) -> None:
-    # Counts far above anything other tests create, so these lead the shared table.
+    # The leaderboard spans a whole table: a table of its own holds only these products.
+    own = await own_table(table, "leaders")
     base = f"lead-{uuid.uuid4().hex[:6]}"
-    fives = {f"{base}-a": 163, f"{base}-b": 161, f"{base}-c": 162}
+    # 12 and 9 order differently as numbers and as text.
+    fives = {f"{base}-a": 9, f"{base}-b": 3, f"{base}-c": 12}
     specs = [
         NewComment(pid, "en", 5, "great", "ann", created_at=stamp(n % 30))
         for pid, n_five in fives.items()
         for n in range(n_five)
     ]
-    await create_many(table, specs, limit=32)
-    top = await leaderboard(table, 3)
+    await create_many(own, specs, limit=32)
+    top = await leaderboard(own, 3)
     assert [(e.product_id, e.five_star_count) for e in top] == sorted(
         fives.items(), key=lambda kv: -kv[1]
     )

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reliability.live import live_server
 from reliability.race import run_race
-from storage.local_engine import LocalEngine
+from server.local_engine import LocalEngine
 from storage.table import TableRef
 from tests.api_helpers import SECRET
 from tests.helpers import own_table
 
 
+@pytest.mark.slow
 async def test_races_through_two_processes_leave_no_drift(
     engine: LocalEngine, table: TableRef
 ) -> None:

@@ -1,0 +1,56 @@
+"""The ``comments`` command: creating and verifying the table, minting dev tokens."""
+
+from __future__ import annotations
+
+import jwt
+import pytest
+
+from resolvers.auth import ALGORITHM, TokenRules, authenticate
+from server.cli import main as cli_main
+from server.local_engine import LocalEngine
+from tests.api_helpers import SECRET
+
+ISSUER = "https://auth.shop.example"
+AUDIENCE = "comments-api"
+STRICT = TokenRules(SECRET, issuer=ISSUER, audience=AUDIENCE)
+
+
+def test_cli_verify_and_create_table(engine: LocalEngine, capsys: object) -> None:
+    args = ["--endpoint-url", engine.endpoint_url, "--table", "cli_check"]
+    assert cli_main(["create-table", *args]) == 0
+    assert cli_main(["create-table", *args]) == 0
+    assert cli_main(["verify-stats", *args]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "created" in out
+    assert "already exists" in out
+    assert "all counters and leaderboard entries are exact" in out
+
+
+def test_cli_rejects_a_bad_table_name_clearly(capsys: object) -> None:
+    assert cli_main(["create-table", "--endpoint-url", "http://127.0.0.1:9", "--table", "a"]) == 2
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert "table name 'a' must be 3-255 characters" in err
+
+
+def test_the_token_command_uses_the_configured_claims(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JWT_ISSUER", ISSUER)
+    monkeypatch.setenv("JWT_AUDIENCE", AUDIENCE)
+    assert cli_main(["token", "ann", "--secret", SECRET, "--hours", "2"]) == 0
+    token = capsys.readouterr().out.strip()
+    claims = jwt.decode(token, SECRET, algorithms=[ALGORITHM], audience=AUDIENCE)
+    assert (claims["iss"], claims["aud"], claims["exp"] - claims["iat"]) == (
+        ISSUER,
+        AUDIENCE,
+        7200,
+    )
+    assert authenticate(f"Bearer {token}", STRICT).author_id == "ann"
+
+
+def test_the_token_command_refuses_a_lifetime_the_server_would(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JWT_MAX_LIFETIME", "3600")
+    assert cli_main(["token", "ann", "--secret", SECRET, "--hours", "2"]) == 2
+    assert "at most 1 h" in capsys.readouterr().err

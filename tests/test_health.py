@@ -1,0 +1,97 @@
+"""The health check: storage's ping, and /healthz answering through it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from storage.errors import StorageUnavailable
+from storage.health import ping
+from storage.table import TableRef
+from tests.api_helpers import running_api
+from tests.helpers import FaultyClient, client_error
+
+
+async def test_ping_returns_when_the_table_answers(table: TableRef) -> None:
+    counting = FaultyClient(table.client, lambda name, kwargs: None)
+    await ping(TableRef(counting, table.name))
+    assert counting.calls == ["describe_table"]
+
+
+async def test_ping_of_a_missing_table_is_storage_unavailable(table: TableRef) -> None:
+    with pytest.raises(StorageUnavailable) as caught:
+        await ping(TableRef(table.client, "no_such_table"))
+    assert "ResourceNotFoundException" in str(caught.value.__cause__)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        client_error("InternalServerError", "DescribeTable"),
+        ConnectionResetError("connection reset by peer"),
+        TimeoutError("read timed out"),
+    ],
+    ids=["server-error", "connection-reset", "read-timeout"],
+)
+async def test_engine_failures_are_storage_unavailable_with_the_cause_kept(
+    table: TableRef, error: Exception
+) -> None:
+    failing = FaultyClient(table.client, lambda name, kwargs: error)
+    with pytest.raises(StorageUnavailable) as caught:
+        await ping(TableRef(failing, table.name))
+    assert caught.value.__cause__ is error
+
+
+async def test_errors_that_are_not_the_engine_are_not_disguised(table: TableRef) -> None:
+    bug = RuntimeError("a bug, not an outage")
+    failing = FaultyClient(table.client, lambda name, kwargs: bug)
+    with pytest.raises(RuntimeError) as caught:
+        await ping(TableRef(failing, table.name))
+    assert caught.value is bug
+
+
+async def test_healthz_answers_through_ping(table: TableRef) -> None:
+    counting = FaultyClient(table.client, lambda name, kwargs: None)
+    async with running_api(counting, table.name) as api:
+        response = await api.http.get("/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok", "storage": "up"})
+    assert counting.calls == ["describe_table"]
+
+
+async def test_healthz_is_503_when_storage_is_down(
+    table: TableRef, caplog: pytest.LogCaptureFixture
+) -> None:
+    def down(name: str, kwargs: dict[str, Any]) -> Exception:
+        return client_error("InternalServerError", "DescribeTable")
+
+    async with running_api(FaultyClient(table.client, down), table.name) as api:
+        response = await api.http.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "storage": "down"}
+    assert "health check: storage unavailable (ClientError)" in caplog.text
+
+
+class _SlowTable(FaultyClient):
+    """DescribeTable answers after longer than the request's storage deadline."""
+
+    async def describe_table(self, **kwargs: Any) -> dict[str, Any]:
+        await asyncio.sleep(5)
+        return await super().describe_table(**kwargs)
+
+
+async def test_healthz_is_503_when_storage_answers_too_late(
+    table: TableRef, caplog: pytest.LogCaptureFixture
+) -> None:
+    slow = _SlowTable(table.client, lambda name, kwargs: None)
+    async with running_api(slow, table.name, storage_timeout=0.2) as api:
+        started = time.monotonic()
+        response = await api.http.get("/healthz")
+    assert time.monotonic() - started < 2
+    assert (response.status_code, response.json()) == (
+        503,
+        {"status": "unavailable", "storage": "down"},
+    )
+    assert "health check: storage unavailable (TimeoutError)" in caplog.text

@@ -1,0 +1,166 @@
+"""Settings: each default defined once, and the rules a configuration must meet."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from resolvers.auth import TokenRules
+from schema import SchemaOptions
+from server.cli import build_parser, main, storage_settings, token_settings, uvicorn_options
+from server.demo import DEMO_PRODUCTS
+from server.runtime import DEV_TOKEN_LIFETIME
+from server.settings import Settings
+from storage.client import ClientSettings
+from storage.planner import DEFAULT_TUNING, Tuning
+from storage.writes import DEFAULT_LIMITS
+from tests.api_helpers import SECRET
+
+ROOT = Path(__file__).resolve().parent.parent
+NO_SECRET = "JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is"
+
+
+@pytest.fixture
+def environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No setting comes from the environment the tests run in."""
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    return monkeypatch
+
+
+def test_defaults_are_those_of_the_layers_they_configure(environment: pytest.MonkeyPatch) -> None:
+    settings = Settings()
+    client = ClientSettings()
+    assert (settings.aws_region, settings.fast_attribute_parsing) == (
+        client.region,
+        client.fast_attribute_parsing,
+    )
+    schema = SchemaOptions()
+    assert (settings.max_query_cost, settings.max_response_nodes, settings.graphql_caches) == (
+        schema.max_cost,
+        schema.max_nodes,
+        schema.caches,
+    )
+    assert Tuning(z=settings.read_headroom) == DEFAULT_TUNING
+    assert settings.write_limits == DEFAULT_LIMITS
+    assert settings.jwt_max_lifetime == TokenRules("s").max_lifetime
+
+
+def test_head_limits_come_from_the_settings(environment: pytest.MonkeyPatch) -> None:
+    options = uvicorn_options(Settings(max_header_bytes=4096, max_headers=20, header_timeout=3))
+    limits = options["http"].limits
+    assert (limits.max_bytes, limits.max_headers, limits.timeout) == (4096, 20, 3)
+    assert options["h11_max_incomplete_event_size"] == 4096
+
+
+def test_an_endpoint_needs_a_jwt_secret(environment: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValidationError, match=NO_SECRET):
+        Settings(dynamodb_endpoint_url="https://dynamodb.eu-west-1.amazonaws.com")
+    environment.setenv("DYNAMODB_ENDPOINT_URL", "http://dynamodb:8000")
+    with pytest.raises(ValidationError, match=NO_SECRET):
+        Settings()
+    environment.setenv("JWT_SECRET", SECRET)
+    assert Settings().jwt_secret == SECRET
+
+
+def test_the_embedded_engine_runs_without_a_secret(environment: pytest.MonkeyPatch) -> None:
+    settings = Settings()
+    assert settings.embedded
+    assert settings.jwt_secret is None
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({"DYNAMODB_ENDPOINT_URL": "http://127.0.0.1:9"}, f"error: {NO_SECRET} "),
+        ({"JWT_SECRET": "short-but-secret"}, "error: JWT_SECRET must be at least 32 bytes"),
+    ],
+    ids=["endpoint-without-secret", "short-secret"],
+)
+def test_serve_refuses_a_bad_configuration_before_it_starts(
+    variables: dict[str, str], expected: str
+) -> None:
+    # A real process: were the configuration accepted, it would serve until the timeout.
+    env = {k: v for k, v in os.environ.items() if k.lower() not in Settings.model_fields}
+    env |= {"PORT": "0", "AUTHOR_ID_KEY": "author-key-never-printed", **variables}
+    done = subprocess.run(
+        [sys.executable, "-m", "server", "serve"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(expected), done.stderr
+    assert "author-key-never-printed" not in done.stderr
+    assert "short-but-secret" not in done.stderr
+
+
+def test_table_commands_read_the_storage_settings_and_options_win(
+    environment: pytest.MonkeyPatch,
+) -> None:
+    environment.setenv("DYNAMODB_ENDPOINT_URL", "http://dynamodb.internal:8000")
+    environment.setenv("DYNAMODB_TABLE", "from_environment")
+    environment.setenv("AWS_REGION", "eu-west-1")
+    environment.setenv("FAST_ATTRIBUTE_PARSING", "false")
+    # No JWT_SECRET: reading or writing the table needs none, only serving does.
+    from_environment = storage_settings(build_parser().parse_args(["verify-stats"]))
+    assert from_environment.dynamodb_table == "from_environment"
+    assert from_environment.client_settings() == ClientSettings(
+        endpoint_url="http://dynamodb.internal:8000",
+        region="eu-west-1",
+        fast_attribute_parsing=False,
+    )
+    options = ["--endpoint-url", "http://127.0.0.1:8001", "--table", "given", "--region", "x-1"]
+    given = storage_settings(build_parser().parse_args(["explain", "p", *options]))
+    assert (given.dynamodb_endpoint_url, given.dynamodb_table, given.aws_region) == (
+        "http://127.0.0.1:8001",
+        "given",
+        "x-1",
+    )
+
+
+def test_the_command_lines_defaults_are_the_settings(environment: pytest.MonkeyPatch) -> None:
+    parser = build_parser()
+    storage = storage_settings(parser.parse_args(["create-table"]))
+    fields = Settings.model_fields
+    assert storage.dynamodb_endpoint_url is None
+    assert storage.dynamodb_table == fields["dynamodb_table"].default
+    assert storage.client_settings() == ClientSettings()
+    assert parser.parse_args(["seed"]).products == fields["demo_products"].default == DEMO_PRODUCTS
+    assert parser.parse_args(["token", "ann"]).hours * 3600 == DEV_TOKEN_LIFETIME
+
+
+def test_the_token_command_reads_the_token_settings(environment: pytest.MonkeyPatch) -> None:
+    environment.setenv("JWT_SECRET", SECRET)
+    environment.setenv("JWT_ISSUER", "https://auth.shop.example")
+    environment.setenv("JWT_MAX_LIFETIME", "3600")
+    settings = token_settings(build_parser().parse_args(["token", "ann", "--audience", "api"]))
+    assert (settings.jwt_secret, settings.jwt_issuer, settings.jwt_audience) == (
+        SECRET,
+        "https://auth.shop.example",
+        "api",
+    )
+    assert settings.jwt_max_lifetime == 3600
+
+
+def test_the_token_command_refuses_a_secret_the_server_would(
+    environment: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["token", "ann", "--secret", "too-short-to-sign"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: JWT_SECRET must be at least 32 bytes\n"
+
+
+def test_a_refused_setting_never_shows_its_value() -> None:
+    secret = "not-a-number-but-a-secret-value-0123456789"
+    with pytest.raises(ValidationError) as info:
+        Settings(storage_timeout=secret)  # type: ignore[arg-type]
+    assert secret not in str(info.value)
