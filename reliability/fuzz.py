@@ -56,6 +56,18 @@ CODES = frozenset(
         "INTERNAL_SERVER_ERROR",
     }
 )
+# The contract's UserErrorCode: what mutation payloads may report in userErrors.
+USER_ERROR_CODES = frozenset(
+    {
+        "INVALID",
+        "TOO_LONG",
+        "REQUIRED",
+        "NOT_FOUND",
+        "FORBIDDEN",
+        "IDEMPOTENCY_KEY_REUSED",
+        "LIMIT_REACHED",
+    }
+)
 # Words no error message may contain: stack traces, AWS and engine text, table, index and
 # key formats. (Data may name indexes: the `plan` field explains the query by design.)
 LEAKS = (
@@ -149,13 +161,59 @@ def check_response(status: int, text: str) -> tuple[str | None, list[str], bool]
         leaked = [word for word in LEAKS if word in json.dumps(error)]
         if leaked:
             return f"the error leaks {leaked}", codes, False
-    return None, codes, not errors and body.get("data") is not None
+    data = body.get("data")
+    refusals = list(_user_errors(data))
+    for problem in refusals:
+        # The selection may leave fields out; those it asked for must be well formed.
+        if not isinstance(problem, dict):
+            return "a userError that is not an object", codes, False
+        if "message" in problem and not isinstance(problem["message"], str):
+            return "a userError without a message", codes, False
+        if "code" in problem and problem["code"] not in USER_ERROR_CODES:
+            return f"a userError without a contract code: {problem['code']!r}", codes, False
+        leaked = [word for word in LEAKS if word in json.dumps(problem)]
+        if leaked:
+            return f"the userError leaks {leaked}", codes, False
+    # Accepted: an answer that did what it was asked, no error and no refused input.
+    done = data is not None and not refusals and not _wrote_nothing(data)
+    return None, codes, not errors and done
+
+
+# Payload fields that are null (or false) exactly when a mutation wrote nothing, whatever
+# else the selection asked for: it may leave userErrors out.
+_NOTHING_WRITTEN = {"comment": None, "commentEdge": None, "deletedId": None, "created": False}
+
+
+def _wrote_nothing(data: object) -> bool:
+    if not isinstance(data, dict):
+        return False
+    return any(
+        isinstance(payload, dict)
+        and any(key in payload and payload[key] == v for key, v in _NOTHING_WRITTEN.items())
+        for payload in data.values()
+    )
+
+
+def _user_errors(data: object) -> list[object]:
+    """Every entry of every ``userErrors`` list in a response's data."""
+    found: list[object] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "userErrors" and isinstance(value, list):
+                found += value
+            else:
+                found += _user_errors(value)
+    elif isinstance(data, list):
+        for value in data:
+            found += _user_errors(value)
+    return found
 
 
 PRODUCTS = ("fz-a", "fz-b", "fz-c")
 LANGUAGES = ("en", "de", "pt-br")
 SEED_COMMENT = """mutation($input: CreateCommentInput!) {
-  createComment(input: $input) { comment { id commentId product { id } } } }"""
+  createComment(input: $input) {
+    comment { id commentId product { id } } userErrors { message } } }"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +247,10 @@ def seed_known(session: requests.Session, url: str, token: str) -> Known:
         body = response.json()
         if body.get("errors"):
             raise RuntimeError(f"seeding the fuzz target failed: {body['errors'][0]['message']}")
-        comment = body["data"]["createComment"]["comment"]
+        payload = body["data"]["createComment"]
+        if payload["userErrors"]:
+            raise RuntimeError(f"seeding the fuzz target failed: {payload['userErrors']}")
+        comment = payload["comment"]
         comment_ids.append(comment["commentId"])
         global_ids += [comment["id"], comment["product"]["id"]]
     return Known(tuple(dict.fromkeys(global_ids)), tuple(comment_ids))

@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from reliability.live import LiveServer, live_server
+from reliability.responses import refusal
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
@@ -37,8 +38,11 @@ from storage.table import TableRef, create_table
 from storage.verify import verify
 
 CREATE = """mutation($input: CreateCommentInput!) {
-  createComment(input: $input) { created comment { commentId rating language } } }"""
-DELETE = """mutation($id: ID!) { deleteComment(input: {id: $id}) { deletedId } }"""
+  createComment(input: $input) {
+    created comment { commentId rating language } userErrors { code } } }"""
+DELETE = """mutation($id: ID!) {
+  deleteComment(input: {id: $id}) { deletedId userErrors { code } } }"""
+
 WALK = """query($pid: ID!, $lang: String, $ratings: [Int!], $after: String) {
   product(productId: $pid) {
     comments(language: $lang, ratings: $ratings, first: 50, after: $after) {
@@ -125,8 +129,9 @@ class Race:
     ) -> None:
         self.tally.operations += 1
         body = await self.call(http, CREATE, {"input": fields}, self.tokens[author])
-        if body.get("errors"):
-            self.tally.outcomes[f"create {body['errors'][0]['extensions']['code']}"] += 1
+        code = refusal(body, "createComment")
+        if code is not None:
+            self.tally.outcomes[f"create {code}"] += 1
             return
         payload = body["data"]["createComment"]
         cid = payload["comment"]["commentId"]
@@ -140,8 +145,9 @@ class Race:
     async def delete(self, http: httpx.AsyncClient, cid: str) -> None:
         self.tally.operations += 1
         body = await self.call(http, DELETE, {"id": cid}, self.moderator)
-        if body.get("errors"):
-            self.tally.outcomes[f"delete {body['errors'][0]['extensions']['code']}"] += 1
+        code = refusal(body, "deleteComment")
+        if code is not None:
+            self.tally.outcomes[f"delete {code}"] += 1
             return
         self.tally.outcomes["delete done"] += 1
         if cid in self.tally.deleted:

@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 
+from reliability.responses import refusal
 from server.local_engine import LocalEngine
 
 PAGE = """query($pid: ID!, $lang: String, $ratings: [Int!], $first: Int, $after: String,
@@ -55,8 +56,10 @@ IDS = """query($pid: ID!, $after: String) { product(productId: $pid) {
 STATS = """query($pid: ID!) { product(productId: $pid) { stats { total histogram { count } } }
   topProducts(first: 10) { fiveStarCount product { productId } } }"""
 CREATE = """mutation($input: CreateCommentInput!) {
-  createComment(input: $input) { comment { commentId } } }"""
-DELETE = """mutation($id: ID!) { deleteComment(input: {id: $id}) { deletedId } }"""
+  createComment(input: $input) { comment { commentId } userErrors { code } } }"""
+DELETE = (
+    """mutation($id: ID!) { deleteComment(input: {id: $id}) { deletedId userErrors { code } } }"""
+)
 LANGUAGES = ("en", "de", "fr", "es", "pt-br", "ja")
 RETRY_FOR = 60.0  # seconds a worker keeps retrying one write before giving up on it
 # How close to a crash an acknowledgement must be for a loss to be the engine's. The probe
@@ -223,7 +226,7 @@ class Driver:
             }
         }
         body = await self.write(http, "create", CREATE, variables, sub)
-        if not body.get("errors"):
+        if refusal(body, "createComment") is None:
             comment_id = body["data"]["createComment"]["comment"]["commentId"]
             self.report.created.setdefault(pid, set()).add(comment_id)
             self.report.acked_at[comment_id] = time.monotonic()
@@ -231,9 +234,8 @@ class Driver:
 
     async def delete(self, http: httpx.AsyncClient, sub: str, comment_id: str) -> None:
         body = await self.write(http, "delete", DELETE, {"id": comment_id}, sub)
-        errors = body.get("errors") or []
         # NOT_FOUND after a retry: the first attempt deleted it and its answer was lost.
-        if not errors or errors[0]["extensions"]["code"] == "NOT_FOUND":
+        if refusal(body, "deleteComment") in (None, "NOT_FOUND"):
             self.report.deleted.add(comment_id)
             self.report.acked_at[comment_id] = time.monotonic()
 

@@ -111,6 +111,7 @@ class GraphQLApp(GraphQL[Context, None]):
             tuning=runtime.tuning,
             write_limits=runtime.write_limits,
             author_id_secret=runtime.settings.author_id_key,
+            explain=runtime.settings.explain_on,
         )
 
     async def process_result(

@@ -85,6 +85,9 @@ class Settings(StorageSettings, TokenSettings):
     graphiql: bool | None = None
     introspection: bool | None = None
     field_suggestions: bool | None = None
+    # Whether every page shows its plan (CommentConnection.plan names indexes and partition
+    # keys); moderators always see it. Unset: on in development, off in production.
+    explain: bool | None = None
     # Requests whose body is larger are refused (413) before any of it is parsed.
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     # Seconds within which the whole body must arrive once its head has; else 408 and the
@@ -162,6 +165,10 @@ class Settings(StorageSettings, TokenSettings):
     @property
     def graphiql_on(self) -> bool:
         return not self.production if self.graphiql is None else self.graphiql
+
+    @property
+    def explain_on(self) -> bool:
+        return not self.production if self.explain is None else self.explain
 
     @property
     def introspection_on(self) -> bool:

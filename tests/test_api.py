@@ -13,7 +13,7 @@ import pytest
 
 from resolvers.auth import ALGORITHM
 from resolvers.authors import author_key, public_author_id
-from storage.model import Comment, ListingFilter, NewComment
+from storage.model import BODY_MAX, TITLE_MAX, Comment, ListingFilter, NewComment
 from storage.reads import get_counts
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api, token
@@ -33,11 +33,15 @@ mutation($input: CreateCommentInput!) {
     created
     comment { id commentId productId rating language title body author authorId createdAt
               product { productId stats { total } } }
+    commentEdge { cursor node { id } }
+    userErrors { field message code }
   }
 }"""
 DELETE = """
 mutation($id: ID!) {
-  deleteComment(input: {id: $id}) { deletedId product { productId stats { total } } }
+  deleteComment(input: {id: $id}) {
+    deletedId product { productId stats { total } } userErrors { field message code }
+  }
 }"""
 PAGE = """
 query($pid: ID!, $language: String, $ratings: [Int!], $first: Int, $after: String,
@@ -276,12 +280,21 @@ async def test_create_and_delete_with_auth_rules(
     assert comment["authorId"] == public_author_id(author_key(SECRET), "ann")
     assert comment["product"]["stats"]["total"] == 1
 
+    assert payload["userErrors"] == []
+    assert payload["commentEdge"]["node"] == {"id": comment["id"]}
+
     assert await api.error_code(DELETE, {"id": comment["id"]}) == "UNAUTHENTICATED"
-    assert await api.error_code(DELETE, {"id": comment["id"]}, token("bob")) == "FORBIDDEN"
+    by_bob = (await api.data(DELETE, {"id": comment["id"]}, token("bob")))["deleteComment"]
+    assert (by_bob["deletedId"], by_bob["product"]) == (None, None)
+    assert [(e["field"], e["code"]) for e in by_bob["userErrors"]] == [(None, "FORBIDDEN")]
     deleted = await api.data(DELETE, {"id": comment["commentId"]}, ann)
     assert deleted["deleteComment"]["deletedId"] == comment["id"]
     assert deleted["deleteComment"]["product"]["stats"]["total"] == 0
-    assert await api.error_code(DELETE, {"id": comment["id"]}, ann) == "NOT_FOUND"
+    assert deleted["deleteComment"]["userErrors"] == []
+    again = (await api.data(DELETE, {"id": comment["id"]}, ann))["deleteComment"]
+    assert [(e["field"], e["code"]) for e in again["userErrors"]] == [
+        (["input", "id"], "NOT_FOUND")
+    ]
 
     other = await api.data(CREATE, {"input": _input(product_id)}, token("bob"))
     moderated = await api.data(
@@ -302,26 +315,57 @@ async def test_idempotency_key(api: Api, product_id: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "overrides",
+    ("overrides", "code"),
     [
-        {"rating": 0},
-        {"rating": 6},
-        {"language": "english"},
-        {"language": "en/5"},
-        {"body": ""},
-        {"body": "   "},
-        {"body": "x" * 10_001},
-        {"title": "t" * 201},
-        {"productId": "a#b"},
-        {"productId": "x" * 129},
+        ({"rating": 0}, "INVALID"),
+        ({"rating": 6}, "INVALID"),
+        ({"language": "english"}, "INVALID"),
+        ({"language": "en/5"}, "INVALID"),
+        ({"body": ""}, "REQUIRED"),
+        ({"body": "   "}, "REQUIRED"),
+        ({"body": "x" * (BODY_MAX + 1)}, "TOO_LONG"),
+        ({"title": "t" * (TITLE_MAX + 1)}, "TOO_LONG"),
+        ({"productId": "a#b"}, "INVALID"),
+        ({"productId": "x" * 129}, "INVALID"),
+        ({"idempotencyKey": "k\x00"}, "INVALID"),
     ],
 )
 async def test_invalid_input_writes_nothing(
-    api: Api, table: TableRef, product_id: str, overrides: dict[str, Any]
+    api: Api, table: TableRef, product_id: str, overrides: dict[str, Any], code: str
 ) -> None:
-    code = await api.error_code(CREATE, {"input": _input(product_id, **overrides)}, token())
-    assert code == "BAD_USER_INPUT"
+    pid = overrides.get("productId", product_id)
+    body = await api.gql(CREATE, {"input": _input(product_id, **overrides)}, token())
+    assert "errors" not in body, body
+    payload = body["data"]["createComment"]
+    assert (payload["created"], payload["comment"], payload["commentEdge"]) == (False, None, None)
+    (field,) = overrides
+    assert [(e["field"], e["code"]) for e in payload["userErrors"]] == [(["input", field], code)]
+    if pid == product_id:
+        assert (await get_counts(table, product_id, None)).total == 0
+
+
+async def test_every_problem_of_a_form_is_reported_at_once_with_its_limit(
+    api: Api, table: TableRef, product_id: str
+) -> None:
+    bad = _input(product_id, rating=9, language="en/5", body=" ", title="t" * (TITLE_MAX + 1))
+    payload = (await api.data(CREATE, {"input": bad}, token()))["createComment"]
+    problems = {tuple(e["field"]): (e["code"], e["message"]) for e in payload["userErrors"]}
+    assert {k: v[0] for k, v in problems.items()} == {
+        ("input", "rating"): "INVALID",
+        ("input", "language"): "INVALID",
+        ("input", "body"): "REQUIRED",
+        ("input", "title"): "TOO_LONG",
+    }
+    assert f"at most {TITLE_MAX:,} characters" in problems[("input", "title")][1]
     assert (await get_counts(table, product_id, None)).total == 0
+
+
+async def test_a_form_without_a_token_is_unauthenticated_at_the_top(
+    api: Api, product_id: str
+) -> None:
+    body = await api.gql(CREATE, {"input": _input(product_id, rating=9)})
+    assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    assert body["data"] is None
 
 
 def _raw(claims: dict[str, Any], secret: str = SECRET, algorithm: str = ALGORITHM) -> str:
@@ -620,10 +664,13 @@ async def test_write_limits_reach_clients_coded_and_write_nothing(
     ) as limited:
         ann = token(f"ann-{product_id}")
         await limited.data(CREATE, {"input": _input(product_id)}, ann)
-        body = await limited.gql(CREATE, {"input": _input(product_id, rating=1)}, ann)
-        error = body["errors"][0]
-        assert error["extensions"]["code"] == "LIMIT_REACHED"
-        assert "at most 1 comment" in error["message"]
+        payload = (await limited.data(CREATE, {"input": _input(product_id, rating=1)}, ann))[
+            "createComment"
+        ]
+        (problem,) = payload["userErrors"]
+        assert (problem["field"], problem["code"]) == (None, "LIMIT_REACHED")
+        assert "at most 1 comment" in problem["message"]
+        assert payload["comment"] is None
         await limited.data(CREATE, {"input": _input(f"{product_id}-b")}, ann)
         body = await limited.gql(CREATE, {"input": _input(f"{product_id}-c")}, ann)
         error = body["errors"][0]
@@ -642,8 +689,97 @@ async def test_an_idempotency_key_reused_for_another_comment_is_a_conflict(
     again = await api.data(CREATE, {"input": _input(product_id, idempotencyKey="k")}, ann)
     assert again["createComment"]["created"] is False
     assert again["createComment"]["comment"] == first["createComment"]["comment"]
-    body = await api.gql(
-        CREATE, {"input": _input(product_id, body="Other", idempotencyKey="k")}, ann
+    payload = (
+        await api.data(CREATE, {"input": _input(product_id, body="Other", idempotencyKey="k")}, ann)
+    )["createComment"]
+    (problem,) = payload["userErrors"]
+    assert (problem["field"], problem["code"]) == (
+        ["input", "idempotencyKey"],
+        "IDEMPOTENCY_KEY_REUSED",
     )
-    assert body["errors"][0]["extensions"]["code"] == "CONFLICT"
-    assert "idempotency key" in body["errors"][0]["message"]
+    assert "idempotency key" in problem["message"]
+    assert (payload["created"], payload["comment"]) == (False, None)
+
+
+SIBLINGS = """query($pid: ID!, $after: String) {
+  product(productId: $pid) {
+    stats { total }
+    comments(first: 2, after: $after) { totalCount nodes { commentId } }
+    lastCommentedAt
+  }
+  topProducts(first: 3) { rank }
+}"""
+
+
+async def test_a_bad_cursor_nulls_its_field_and_leaves_the_siblings(
+    api: Api, seeded: list[Comment], seeded_pid: str
+) -> None:
+    good = await api.data(SIBLINGS, {"pid": seeded_pid})
+    body = await api.gql(SIBLINGS, {"pid": seeded_pid, "after": "not-a-cursor"})
+    (error,) = body["errors"]
+    assert error["path"] == ["product", "comments"]
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert body["data"]["product"]["comments"] is None
+    assert body["data"]["product"]["stats"] == good["product"]["stats"] == {"total": len(seeded)}
+    assert body["data"]["product"]["lastCommentedAt"] == good["product"]["lastCommentedAt"]
+    assert body["data"]["topProducts"] == good["topProducts"]
+
+
+def _listing_fails(name: str, kwargs: dict[str, Any]) -> Exception | None:
+    # The listing's own queries fail; counters (BatchGetItem) and the leaderboard (a query
+    # of the LEADERS partition) answer.
+    values = kwargs.get("ExpressionAttributeValues", {}).values()
+    if name == "query" and not any(v.get("S") == "LEADERS" for v in values):
+        return client_error("ProvisionedThroughputExceededException", "Query")
+    return None
+
+
+async def test_a_storage_failure_nulls_its_field_and_leaves_the_siblings(
+    table: TableRef, seeded: list[Comment], seeded_pid: str
+) -> None:
+    async with running_api(FaultyClient(table.client, _listing_fails), table.name) as broken:
+        body = await broken.gql(SIBLINGS, {"pid": seeded_pid})
+    paths = {tuple(e["path"]): e["extensions"]["code"] for e in body["errors"]}
+    assert paths == {
+        ("product", "comments"): "STORAGE_UNAVAILABLE",
+        ("product", "lastCommentedAt"): "STORAGE_UNAVAILABLE",
+    }
+    product = body["data"]["product"]
+    assert (product["comments"], product["lastCommentedAt"]) == (None, None)
+    assert product["stats"] == {"total": len(seeded)}
+    assert isinstance(body["data"]["topProducts"], list)
+
+
+async def test_a_created_comment_comes_back_as_the_edge_its_listing_shows(
+    api: Api, product_id: str
+) -> None:
+    made = (await api.data(CREATE, {"input": _input(product_id)}, token()))["createComment"]
+    page = await api.data(PAGE, {"pid": product_id, "first": 1})
+    (edge,) = page["product"]["comments"]["edges"]
+    assert made["commentEdge"]["cursor"] == edge["cursor"]
+    assert made["commentEdge"]["node"]["id"] == made["comment"]["id"]
+
+
+EXPLAINED = """query($pid: ID!) {
+  product(productId: $pid) { comments(first: 1) { totalCount plan { strategy rounds } } }
+}"""
+
+
+async def test_plans_are_shown_only_where_exposed_and_always_to_moderators(
+    table: TableRef, seeded: list[Comment], seeded_pid: str
+) -> None:
+    async with running_api(table.client, table.name, explain=False) as closed:
+        hidden = await closed.data(EXPLAINED, {"pid": seeded_pid})
+        assert hidden["product"]["comments"] == {"totalCount": len(seeded), "plan": None}
+        assert (await closed.data(EXPLAINED, {"pid": seeded_pid}, token("ann")))["product"][
+            "comments"
+        ]["plan"] is None
+        shown = await closed.data(EXPLAINED, {"pid": seeded_pid}, token("m", moderator=True))
+        assert shown["product"]["comments"]["plan"] == {"strategy": "ALL", "rounds": 1}
+        # A bad token hides the plan; it does not fail the page.
+        body = await closed.gql(EXPLAINED, {"pid": seeded_pid}, "not-a-token")
+        assert body["data"]["product"]["comments"]["totalCount"] == len(seeded)
+        assert body["data"]["product"]["comments"]["plan"] is None
+    async with running_api(table.client, table.name) as development:
+        plan = (await development.data(EXPLAINED, {"pid": seeded_pid}))["product"]["comments"]
+        assert plan["plan"] == {"strategy": "ALL", "rounds": 1}

@@ -75,6 +75,22 @@ async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -
         ),
         (200, '{"data": {"x": 1}}', None),
         (
+            200,
+            '{"data": {"createComment": {"userErrors": [{"message": "m", "code": "WRONG"}]}}}',
+            "a userError without a contract code: 'WRONG'",
+        ),
+        (
+            200,
+            '{"data": {"a": [{"userErrors": [{"message": "at GSISK", "code": "INVALID"}]}]}}',
+            "the userError leaks ['GSISK']",
+        ),
+        (
+            200,
+            '{"data": {"c": {"userErrors": [{"message": null, "code": "INVALID"}]}}}',
+            "a userError without a message",
+        ),
+        (200, '{"data": {"c": {"userErrors": [{"field": null}]}}}', None),
+        (
             400,
             '{"data": null, "errors": [{"message": "m", '
             '"extensions": {"code": "BAD_USER_INPUT"}}]}',
@@ -84,3 +100,16 @@ async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -
 )
 def test_the_checks_catch_what_they_should(status: int, text: str, problem: str | None) -> None:
     assert check_response(status, text)[0] == problem
+
+
+def test_a_refused_input_is_not_counted_as_accepted() -> None:
+    refused = (
+        '{"data": {"createComment": {"comment": null, '
+        '"userErrors": [{"message": "m", "code": "INVALID"}]}}}'
+    )
+    assert check_response(200, refused) == (None, [], False)
+    done = '{"data": {"createComment": {"comment": {"id": "x"}, "userErrors": []}}}'
+    assert check_response(200, done) == (None, [], True)
+    # userErrors left out of the selection: the nulled payload still says nothing was written.
+    assert check_response(200, '{"data": {"deleteComment": {"deletedId": null}}}')[2] is False
+    assert check_response(200, '{"data": {"createComment": {"created": false}}}')[2] is False

@@ -52,7 +52,9 @@ PAGE = """query($pid: ID!, $lang: String, $ratings: [Int!], $first: Int, $after:
   }
 }"""
 CREATE = """mutation($input: CreateCommentInput!) {
-  createComment(input: $input) { created comment { commentId } }
+  createComment(input: $input) {
+    created comment { commentId } commentEdge { cursor } userErrors { field message code }
+  }
 }"""
 STATS = """query($pid: ID!, $lang: String) {
   product(productId: $pid) { stats(language: $lang) { total } }
@@ -101,6 +103,23 @@ def refused(body: dict[str, Any], code: str = "BAD_USER_INPUT") -> str:
     error = body["errors"][0]
     assert error["extensions"]["code"] == code, error
     message: str = error["message"]
+    assert 0 < len(message) <= 500, message
+    text = json.dumps(body)
+    for secret in INTERNALS:
+        assert secret not in text, (secret, text[:300])
+    return message
+
+
+def form_refused(body: dict[str, Any], field: str) -> str:
+    """A mutation refused through its payload: nothing created, the problem listed under the
+    input field with a contract code, and a clear, clean message."""
+    assert "errors" not in body, body
+    payload = body["data"]["createComment"]
+    assert (payload["created"], payload["comment"], payload["commentEdge"]) == (False, None, None)
+    problems = [e for e in payload["userErrors"] if e["field"] == ["input", field]]
+    assert problems, payload
+    assert problems[0]["code"] in ("INVALID", "REQUIRED", "TOO_LONG"), problems
+    message: str = problems[0]["message"]
     assert 0 < len(message) <= 500, message
     text = json.dumps(body)
     for secret in INTERNALS:
@@ -165,12 +184,13 @@ ODD_LANGUAGES = [
 async def test_odd_product_ids(hostile_api: Api, pid: str) -> None:
     refused(await hostile_api.gql(PAGE, {"pid": pid}))
     refused(await hostile_api.gql(STATS, {"pid": pid}))
-    refused(
+    form_refused(
         await hostile_api.gql(
             CREATE,
             {"input": {"productId": pid, "rating": 5, "language": "en", "body": "x"}},
             token(),
-        )
+        ),
+        "productId",
     )
 
 
@@ -178,12 +198,13 @@ async def test_odd_product_ids(hostile_api: Api, pid: str) -> None:
 async def test_odd_languages(hostile_api: Api, lang: str) -> None:
     refused(await hostile_api.gql(PAGE, {"pid": PRODUCT, "lang": lang}))
     refused(await hostile_api.gql(STATS, {"pid": PRODUCT, "lang": lang}))
-    refused(
+    form_refused(
         await hostile_api.gql(
             CREATE,
             {"input": {"productId": PRODUCT, "rating": 5, "language": lang, "body": "x"}},
             token(),
-        )
+        ),
+        "language",
     )
 
 

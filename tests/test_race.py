@@ -29,6 +29,6 @@ async def test_races_through_two_processes_leave_no_drift(
     outcomes = summary["outcomes"]
     # The phase raced what it means to race: keys reused for other requests, replays,
     # deletes that lost to another delete.
-    assert outcomes.get("create CONFLICT", 0) > 0
+    assert outcomes.get("create IDEMPOTENCY_KEY_REUSED", 0) > 0
     assert outcomes.get("create replayed", 0) > 0
     assert outcomes.get("delete NOT_FOUND", 0) > 0
