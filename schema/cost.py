@@ -187,6 +187,10 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("QueryPlan", "queries"): _length(lambda lengths: lengths.queries),
     ("QueryPlan", "skippedRatings"): _length(lambda _: len(keys.RATINGS)),
     ("RatingStats", "histogram"): _length(lambda _: len(keys.RATINGS)),
+    # One problem per input field at most (createComment checks six), else one of a rule.
+    ("CreateCommentPayload", "userErrors"): _length(lambda _: 6),
+    ("DeleteCommentPayload", "userErrors"): _length(lambda _: 1),
+    ("UserError", "field"): _length(lambda _: 2),  # ["input", "<field>"]
 }
 
 
