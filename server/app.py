@@ -265,8 +265,9 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=settings.cors_origins,
                 allow_methods=["GET", "POST", "OPTIONS"],
-                allow_headers=["authorization", "content-type"],
+                allow_headers=settings.cors_allow_headers,
                 expose_headers=["x-request-id"],
+                max_age=settings.cors_max_age,
             )
         )
     middleware += [
