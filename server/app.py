@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData, process_result
+from strawberry.http.base import BaseRequestProtocol
 from strawberry.http.parse_content_type import parse_content_type
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
@@ -35,6 +36,7 @@ from server.guards import (
     SecurityHeaders,
     content_security_policy,
 )
+from server.persisted import PersistedQueries, load_manifest
 from server.runtime import lifespan, runtime_of
 from server.settings import Settings
 from server.transport import (
@@ -75,6 +77,10 @@ class GraphQLApp(GraphQL[Context, None]):
             graphql_ide="graphiql" if settings.graphiql_on else None,
             allow_queries_via_get=True,
         )
+        trusted = None
+        if settings.trusted_documents is not None:
+            trusted = load_manifest(settings.trusted_documents)
+        self.persisted = PersistedQueries(settings.apq_max_bytes if settings.apq else 0, trusted)
         self.use_orjson = settings.orjson
         self.suggestions = settings.suggestions_on
         self.ide_html = self.graphql_ide_html
@@ -101,6 +107,12 @@ class GraphQLApp(GraphQL[Context, None]):
                 )
                 response.headers["content-type"] = content_type(media_type)
         await response(scope, receive, send)
+
+    def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
+        # A GET with only a persisted query's hash is a query, not a visit to the IDE.
+        return super().should_render_graphql_ide(request) and (
+            request.query_params.get("extensions") is None
+        )
 
     async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> GraphQLRequestData:
         if negotiate(request.headers.get("accept")) is None:
@@ -131,6 +143,10 @@ class GraphQLApp(GraphQL[Context, None]):
         root_value: None,
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
+        register = self.persisted.resolve(request_data)
+        if register is not None:
+            # Registered once the document has run without a request error.
+            request.state.persist = (register, request_data.query)
         try:
             return await super().execute_single(
                 request, request_adapter, sub_response, context, root_value, request_data
@@ -206,6 +222,9 @@ class GraphQLApp(GraphQL[Context, None]):
         )
         # Read by __call__, which sets the status and the media type.
         request.state.graphql_outcome = (request_error, internal)
+        persist = getattr(request.state, "persist", None)
+        if persist is not None and not request_error:
+            self.persisted.register(*persist)
         if request_error and negotiate(request.headers.get("accept")) == GRAPHQL_RESPONSE_JSON:
             # Nothing was executed: no data entry at all.
             response.pop("data", None)

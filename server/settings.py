@@ -146,6 +146,12 @@ class Settings(StorageSettings, TokenSettings):
     # no limit, in WriteLimits.)
     comments_per_product: int = Field(default=DEFAULT_LIMITS.per_product or 0, ge=0)
     comments_per_hour: int = Field(default=DEFAULT_LIMITS.per_hour or 0, ge=0)
+    # Automatic persisted queries (Apollo's protocol), and the bytes their store may hold.
+    apq: bool = True
+    apq_max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    # A manifest of trusted documents (hash to document, as graphql-codegen's client preset
+    # writes it): when set, only its operations run.
+    trusted_documents: Path | None = None
     # Performance switches (see benchmarks/RESULTS.md for what each is worth).
     graphql_caches: bool = _SCHEMA.caches  # parser and validation caches
     orjson: bool = True  # encode responses with orjson

@@ -99,10 +99,16 @@ class Refused(HTTPException):
     (``Allow`` on a 405)."""
 
     def __init__(
-        self, status_code: int, reason: str, headers: Mapping[str, str] | None = None
+        self,
+        status_code: int,
+        reason: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        code: str = "BAD_USER_INPUT",
     ) -> None:
         super().__init__(status_code, reason)
         self.headers = dict(headers or {})
+        self.code = code
 
 
 # The methods /graphql answers: queries over GET, queries and mutations over POST.
@@ -111,15 +117,14 @@ ALLOWED_METHODS = "GET, POST"
 
 def refusal(exc: HTTPException, media_type: MediaType) -> Response:
     """A GraphQL-shaped refusal in the negotiated media type (application/json when the
-    client accepts neither): one error with code BAD_USER_INPUT, and ``"data": null`` in
-    application/json only."""
+    client accepts neither): one error with its code (BAD_USER_INPUT unless given), and
+    ``"data": null`` in application/json, or when the status is a success."""
     headers = exc.headers if isinstance(exc, Refused) else {}
+    code = exc.code if isinstance(exc, Refused) else "BAD_USER_INPUT"
     if exc.status_code == 405:
         headers = {"allow": ALLOWED_METHODS, **headers}
-    body: dict[str, Any] = {
-        "errors": [{"message": exc.reason, "extensions": {"code": "BAD_USER_INPUT"}}]
-    }
-    if media_type == JSON:
+    body: dict[str, Any] = {"errors": [{"message": exc.reason, "extensions": {"code": code}}]}
+    if media_type == JSON or exc.status_code < 300:
         body = {"data": None, **body}
     return Response(
         orjson.dumps(body),
