@@ -8,7 +8,8 @@ import uuid
 from typing import Any
 
 import orjson
-from cross_web import HTTPException
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
+from graphql import GraphQLError, OperationDefinitionNode, parse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -18,8 +19,13 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse, process_result
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData, process_result
+from strawberry.http.base import BaseRequestProtocol
+from strawberry.http.parse_content_type import parse_content_type
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
+from strawberry.types.graphql import OperationType
 
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
@@ -29,10 +35,20 @@ from server.guards import (
     RequestId,
     SecurityHeaders,
     content_security_policy,
-    error_body,
 )
+from server.persisted import PersistedQueries, load_manifest
 from server.runtime import lifespan, runtime_of
 from server.settings import Settings
+from server.transport import (
+    GRAPHQL_RESPONSE_JSON,
+    JSON,
+    Refused,
+    RequestErrors,
+    content_type,
+    negotiate,
+    refusal,
+    result_status,
+)
 from storage.errors import StorageUnavailable
 from storage.health import ping
 from storage.types import DynamoClient
@@ -41,21 +57,30 @@ log = logging.getLogger("comments.server")
 
 
 class GraphQLApp(GraphQL[Context, None]):
-    """Strawberry's ASGI view with our per-request context."""
+    """Strawberry's ASGI view with our per-request context, speaking GraphQL over HTTP
+    (server.transport): queries over GET and POST, mutations over POST, the response's
+    media type and status from the Accept header and the result."""
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(
-            build_schema(
-                SchemaOptions(
-                    introspection=settings.introspection_on,
-                    caches=settings.graphql_caches,
-                    max_cost=settings.max_query_cost,
-                    max_nodes=settings.max_response_nodes,
-                )
-            ),
-            graphql_ide="graphiql" if settings.graphiql_on else None,
-            allow_queries_via_get=False,
+        schema = build_schema(
+            SchemaOptions(
+                introspection=settings.introspection_on,
+                caches=settings.graphql_caches,
+                max_cost=settings.max_query_cost,
+                max_nodes=settings.max_response_nodes,
+            )
         )
+        # Last, so that it sees what the extensions before it decided.
+        schema.extensions = (*schema.extensions, RequestErrors)
+        super().__init__(
+            schema,
+            graphql_ide="graphiql" if settings.graphiql_on else None,
+            allow_queries_via_get=True,
+        )
+        trusted = None
+        if settings.trusted_documents is not None:
+            trusted = load_manifest(settings.trusted_documents)
+        self.persisted = PersistedQueries(settings.apq_max_bytes if settings.apq else 0, trusted)
         self.use_orjson = settings.orjson
         self.suggestions = settings.suggestions_on
         self.ide_html = self.graphql_ide_html
@@ -63,17 +88,87 @@ class GraphQLApp(GraphQL[Context, None]):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Strawberry answers requests it cannot read (bad JSON, wrong content type, a batch,
-        # a mutation over GET) in plain text; clients get the same GraphQL shape as always.
+        # a mutation over GET) in plain text; clients get the GraphQL shape instead.
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        request = Request(scope, receive)
+        media_type = negotiate(request.headers.get("accept")) or JSON
         try:
-            response = await self.run(Request(scope, receive))
+            response = await self.run(request)
         except HTTPException as exc:
-            response = Response(
-                error_body(exc.reason), status_code=exc.status_code, media_type="application/json"
-            )
+            response = refusal(exc, media_type)
+        else:
+            outcome = getattr(request.state, "graphql_outcome", None)
+            if outcome is not None:
+                request_error, internal = outcome
+                response.status_code = result_status(
+                    media_type, request_error=request_error, internal=internal
+                )
+                response.headers["content-type"] = content_type(media_type)
         await response(scope, receive, send)
+
+    def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
+        # A GET with only a persisted query's hash is a query, not a visit to the IDE.
+        return super().should_render_graphql_ide(request) and (
+            request.query_params.get("extensions") is None
+        )
+
+    async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> GraphQLRequestData:
+        if negotiate(request.headers.get("accept")) is None:
+            raise Refused(
+                406,
+                f"The Accept header allows neither {GRAPHQL_RESPONSE_JSON} nor {JSON}.",
+            )
+        if request.method == "POST":
+            media_type, _ = parse_content_type(request.content_type or "")
+            if media_type != JSON:
+                raise Refused(415, f"The request body must be {JSON}.")
+        data = await super().parse_http_body(request)
+        if isinstance(data, list):  # batching is off: Strawberry refuses batches
+            raise Refused(400, "Batches are not accepted.")
+        name: object = data.operation_name
+        if name is not None and not isinstance(name, str):
+            raise Refused(400, "The operationName must be a string or null, if provided.")
+        # GraphQL over HTTP: an empty operationName is the same as none.
+        data.operation_name = name or None
+        return data
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        register = self.persisted.resolve(request_data)
+        if register is not None:
+            # Registered once the document has run without a request error.
+            request.state.persist = (register, request_data.query)
+        try:
+            return await super().execute_single(
+                request, request_adapter, sub_response, context, root_value, request_data
+            )
+        except HTTPException as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, CannotGetOperationTypeError | InvalidOperationTypeError):
+                raise
+            if (
+                isinstance(cause, InvalidOperationTypeError)
+                and cause.operation_type == OperationType.MUTATION
+                and request_adapter.method == "GET"
+                and not _several_operations_unnamed(request_data)
+            ):
+                raise Refused(
+                    405, "Mutations are sent with POST.", headers={"allow": "POST"}
+                ) from cause
+            # The operation cannot be determined, or is not one this API runs: a request
+            # error, told as GraphQL errors.
+            problem = _operation_problem(cause, request_data, request_adapter.method)
+            error = GraphQLError(problem)
+            return PreExecutionError(data=None, errors=[error])
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return HTMLResponse(self.ide_html, headers={"content-security-policy": self.ide_csp})
@@ -120,7 +215,45 @@ class GraphQLApp(GraphQL[Context, None]):
         if result.errors:
             request_id = getattr(request.state, "request_id", "unknown")
             result.errors = with_codes(result.errors, request_id, suggestions=self.suggestions)
-        return process_result(result)
+        response = process_result(result)
+        request_error = isinstance(result, PreExecutionError)
+        internal = any(
+            (error.extensions or {}).get("code") == "INTERNAL_SERVER_ERROR"
+            for error in result.errors or []
+        )
+        # Read by __call__, which sets the status and the media type.
+        request.state.graphql_outcome = (request_error, internal)
+        persist = getattr(request.state, "persist", None)
+        if persist is not None and not request_error:
+            self.persisted.register(*persist)
+        if request_error and negotiate(request.headers.get("accept")) == GRAPHQL_RESPONSE_JSON:
+            # Nothing was executed: no data entry at all.
+            response.pop("data", None)
+        return response
+
+
+def _several_operations_unnamed(request_data: GraphQLRequestData) -> bool:
+    """Whether the document holds several operations and the request names none (a request
+    error, whatever the first of them is). The document parsed once already, within the
+    token limit."""
+    if request_data.operation_name is not None or request_data.query is None:
+        return False
+    document = parse(request_data.query, no_location=True)
+    return sum(isinstance(d, OperationDefinitionNode) for d in document.definitions) > 1
+
+
+def _operation_problem(
+    cause: CannotGetOperationTypeError | InvalidOperationTypeError,
+    request_data: GraphQLRequestData,
+    method: str,
+) -> str:
+    if isinstance(cause, InvalidOperationTypeError):
+        if _several_operations_unnamed(request_data):
+            return "The document has several operations; name the one to run in operationName."
+        return f"{cause.operation_type.value.capitalize()} operations are not run over {method}."
+    if request_data.operation_name is None:
+        return "The document has no operation to run."
+    return "The document has no operation of the name in operationName."
 
 
 async def healthz(request: Request) -> Response:
@@ -152,8 +285,9 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=settings.cors_origins,
                 allow_methods=["GET", "POST", "OPTIONS"],
-                allow_headers=["authorization", "content-type"],
+                allow_headers=settings.cors_allow_headers,
                 expose_headers=["x-request-id"],
+                max_age=settings.cors_max_age,
             )
         )
     middleware += [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
@@ -18,6 +19,23 @@ from storage.writes import DEFAULT_LIMITS, WriteLimits
 # Defaults of the layers these settings configure are defined there, once, and read here.
 _CLIENT = ClientSettings()
 _SCHEMA = SchemaOptions()
+
+# Request headers real browser clients send: the JSON body and the token; W3C trace context
+# and baggage (OpenTelemetry) and Sentry's trace header; Apollo Client's name, version and
+# CSRF-prevention headers; a request id of the caller's own.
+CORS_ALLOW_HEADERS = (
+    "content-type",
+    "authorization",
+    "traceparent",
+    "tracestate",
+    "baggage",
+    "sentry-trace",
+    "apollographql-client-name",
+    "apollographql-client-version",
+    "apollo-require-preflight",
+    "x-request-id",
+)
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")
 
 # hide_input_in_errors: a refused value (a secret among them) never appears in the error.
 _FROM_ENVIRONMENT = SettingsConfigDict(
@@ -78,6 +96,12 @@ class Settings(StorageSettings, TokenSettings):
     # set it to keep the ids when rotating that secret.
     author_id_key: str | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Request headers browsers may send from those origins: what real clients add.
+    cors_allow_headers: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(CORS_ALLOW_HEADERS)
+    )
+    # Seconds a browser may reuse a preflight's answer; Chromium caps it at 7200.
+    cors_max_age: int = Field(default=7200, ge=0, le=86400)
     # Production posture: GraphiQL, introspection, field suggestions and the dev token
     # default to off, and a JWT secret and an endpoint are required (see the README).
     production: bool = False
@@ -125,6 +149,12 @@ class Settings(StorageSettings, TokenSettings):
     # no limit, in WriteLimits.)
     comments_per_product: int = Field(default=DEFAULT_LIMITS.per_product or 0, ge=0)
     comments_per_hour: int = Field(default=DEFAULT_LIMITS.per_hour or 0, ge=0)
+    # Automatic persisted queries (Apollo's protocol), and the bytes their store may hold.
+    apq: bool = True
+    apq_max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    # A manifest of trusted documents (hash to document, as graphql-codegen's client preset
+    # writes it): when set, only its operations run.
+    trusted_documents: Path | None = None
     # Performance switches (see benchmarks/RESULTS.md for what each is worth).
     graphql_caches: bool = _SCHEMA.caches  # parser and validation caches
     orjson: bool = True  # encode responses with orjson
@@ -134,12 +164,21 @@ class Settings(StorageSettings, TokenSettings):
     access_log: bool = True
     demo_products: int = Field(default=DEMO_PRODUCTS, ge=0)
 
-    @field_validator("cors_origins", mode="before")
+    @field_validator("cors_origins", "cors_allow_headers", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
+
+    @field_validator("cors_allow_headers")
+    @classmethod
+    def _header_names(cls, value: list[str]) -> list[str]:
+        names = [name.strip().lower() for name in value if name.strip()]
+        for name in names:
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError("CORS_ALLOW_HEADERS must be header names, comma-separated")
+        return names
 
     @model_validator(mode="after")
     def _production_needs(self) -> Self:

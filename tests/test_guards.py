@@ -93,6 +93,91 @@ async def test_cors_only_for_configured_origins(prod: Api) -> None:
     assert "access-control-allow-origin" not in simple.headers
 
 
+# What browsers send through real clients: tracing (W3C, Sentry), Apollo Client's headers,
+# a request id of the caller's own.
+CLIENT_HEADERS = (
+    "content-type, authorization, traceparent, tracestate, baggage, sentry-trace, "
+    "apollographql-client-name, apollographql-client-version, apollo-require-preflight, "
+    "x-request-id"
+)
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_a_preflight_allows_what_real_clients_send_and_is_cached(
+    prod: Api, method: str
+) -> None:
+    response = await prod.http.options(
+        "/graphql",
+        headers={
+            "origin": SHOP,
+            "access-control-request-method": method,
+            "access-control-request-headers": CLIENT_HEADERS.upper(),
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["access-control-allow-origin"] == SHOP
+    allowed = {
+        h.strip().lower() for h in response.headers["access-control-allow-headers"].split(",")
+    }
+    assert {h.strip() for h in CLIENT_HEADERS.split(",")} <= allowed
+    assert response.headers["access-control-max-age"] == str(Settings().cors_max_age)
+    assert "vary" in response.headers
+
+
+async def test_a_preflight_for_other_headers_is_refused_with_a_request_id(prod: Api) -> None:
+    response = await prod.http.options(
+        "/graphql",
+        headers={
+            "origin": SHOP,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type, x-unknown",
+        },
+    )
+    assert response.status_code == 400
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+
+
+async def test_allowed_headers_and_max_age_are_settings(table: TableRef) -> None:
+    async with running_api(
+        table.client,
+        table.name,
+        cors_origins=[SHOP],
+        cors_allow_headers="Content-Type, X-Custom",
+        cors_max_age=60,
+    ) as custom:
+        preflight = {"origin": SHOP, "access-control-request-method": "POST"}
+        ok = await custom.http.options(
+            "/graphql", headers={**preflight, "access-control-request-headers": "x-custom"}
+        )
+        assert ok.status_code == 200
+        assert ok.headers["access-control-max-age"] == "60"
+        tracing = await custom.http.options(
+            "/graphql", headers={**preflight, "access-control-request-headers": "traceparent"}
+        )
+        assert tracing.status_code == 400
+
+
+def test_allowed_headers_are_parsed_and_checked() -> None:
+    # As the environment gives it: one comma-separated string.
+    parsed = Settings.model_validate({"cors_allow_headers": " Content-Type ,X-Custom,, "})
+    assert parsed.cors_allow_headers == ["content-type", "x-custom"]
+    assert "traceparent" in Settings().cors_allow_headers
+    for bad in ("x custom", "x-a:b", "caf\u00e9"):
+        with pytest.raises(ValidationError, match="CORS_ALLOW_HEADERS"):
+            Settings.model_validate({"cors_allow_headers": bad})
+    with pytest.raises(ValidationError):
+        Settings(cors_max_age=-1)
+
+
+async def test_answers_to_a_browser_expose_the_request_id(prod: Api) -> None:
+    response = await prod.http.get(
+        "/graphql", params={"query": "{ __typename }"}, headers={"origin": SHOP}
+    )
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == SHOP
+    assert "x-request-id" in response.headers["access-control-expose-headers"].lower()
+
+
 async def test_no_cors_headers_without_configured_origins(api: Api) -> None:
     response = await api.http.post(
         "/graphql", json={"query": "{ __typename }"}, headers={"origin": SHOP}
@@ -167,6 +252,33 @@ JSON_TYPE = {"content-type": "application/json"}
         pytest.param("POST", "/graphql", b"x" * 2_000_000, JSON_TYPE, 413, id="413-body"),
         pytest.param("POST", "/graphql", b"{", JSON_TYPE, 400, id="400-bad-json"),
         pytest.param("PUT", "/graphql", None, {}, 405, id="405-method"),
+        pytest.param(
+            "GET", "/graphql?query=mutation%7B__typename%7D", None, {}, 405, id="405-get-mutation"
+        ),
+        pytest.param(
+            "POST",
+            "/graphql",
+            b'{"query": "{ __typename }"}',
+            {"accept": "text/html"},
+            406,
+            id="406-accept",
+        ),
+        pytest.param(
+            "POST",
+            "/graphql",
+            b'{"query": "{ __typename }"}',
+            {"content-type": "text/plain"},
+            415,
+            id="415-content-type",
+        ),
+        pytest.param(
+            "POST",
+            "/graphql",
+            b'{"query": "{"}',
+            {**JSON_TYPE, "accept": "application/graphql-response+json"},
+            400,
+            id="400-parse-error",
+        ),
         pytest.param("POST", "/graphql/", b"{}", JSON_TYPE, 404, id="404-trailing-slash"),
         pytest.param(
             "POST", "/graphql", b"{}", {**MANY_HEADERS, **JSON_TYPE}, 431, id="431-header-count"

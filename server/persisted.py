@@ -1,0 +1,126 @@
+"""Persisted queries: Apollo's automatic persisted queries (APQ) and trusted documents.
+
+APQ (``extensions.persistedQuery = {version: 1, sha256Hash}``, over POST or GET): a hash
+alone runs the document registered under it, or is answered ``PersistedQueryNotFound``
+(code PERSISTED_QUERY_NOT_FOUND, status 200, as Apollo's link expects before it sends the
+document); a hash with its document registers the document once it has run without a
+request error. A hash that is not the SHA-256 of the document is refused. The store keeps
+the most recently used documents within a budget of bytes (schema.caches.BoundedCache).
+
+Trusted documents (a manifest as graphql-codegen's client preset writes it with
+``persistedDocuments``: a JSON object from SHA-256 hash to document): only the documents
+of the manifest run, sent by hash or in full; nothing is registered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from strawberry.http import GraphQLRequestData
+
+from schema.caches import BoundedCache
+from server.transport import Refused
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+# What a stored document costs besides its text: the key, the entry, the str objects.
+ENTRY_BYTES = 256
+
+
+class PersistedQueryMiss(Refused):
+    """A hash the server cannot run now, answered so that Apollo's link sends the document
+    (not found) or stops sending hashes (not supported): a 200 with the error."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(200, message, code=code)
+
+
+def sha256_hex(document: str) -> str:
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def load_manifest(path: Path) -> dict[str, str]:
+    """The trusted documents of a manifest (hash to document); ValueError when the file is
+    not such an object or a hash is not the SHA-256 of its document."""
+    try:
+        loaded: Any = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ValueError(f"TRUSTED_DOCUMENTS: cannot read {path} as JSON") from exc
+    if not isinstance(loaded, dict):
+        raise ValueError("TRUSTED_DOCUMENTS: the manifest must map hashes to documents")
+    for key, document in loaded.items():
+        if not isinstance(document, str) or sha256_hex(document) != key:
+            raise ValueError(
+                f"TRUSTED_DOCUMENTS: {str(key)[:80]!r} is not the SHA-256 of its document"
+            )
+    return dict(loaded)
+
+
+@dataclass
+class PersistedQueries:
+    """The persisted-query rules of one server: APQ with a store of ``max_bytes`` (0: APQ
+    off), or only the ``trusted`` documents when a manifest is given."""
+
+    max_bytes: int
+    trusted: Mapping[str, str] | None = None
+    store: BoundedCache[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = BoundedCache(self.max_bytes)
+
+    def resolve(self, data: GraphQLRequestData) -> str | None:
+        """Fill in the request's document from its hash; the hash to register the document
+        under once it has run, or None. Raises Refused (or PersistedQueryMiss)."""
+        requested = _requested_hash(data.extensions)
+        if self.trusted is not None:
+            self._trusted(data, requested)
+            return None
+        if requested is None:
+            return None
+        if self.max_bytes == 0:
+            raise PersistedQueryMiss("PERSISTED_QUERY_NOT_SUPPORTED", "PersistedQueryNotSupported")
+        if data.query is None:
+            stored = self.store.get(requested)
+            if stored is None:
+                raise PersistedQueryMiss("PERSISTED_QUERY_NOT_FOUND", "PersistedQueryNotFound")
+            data.query = stored
+            return None
+        if sha256_hex(data.query) != requested:
+            raise Refused(400, "The persisted query's sha256Hash is not the hash of the query.")
+        return None if self.store.get(requested) is not None else requested
+
+    def register(self, sha256_hash: str, document: str) -> None:
+        self.store.put(sha256_hash, document, ENTRY_BYTES + 2 * len(document.encode()))
+
+    def _trusted(self, data: GraphQLRequestData, requested: str | None) -> None:
+        assert self.trusted is not None
+        if requested is not None:
+            document = self.trusted.get(requested)
+            if document is None:
+                raise PersistedQueryMiss("PERSISTED_QUERY_NOT_FOUND", "PersistedQueryNotFound")
+            if data.query is not None and data.query != document:
+                raise Refused(400, "The persisted query's sha256Hash is not the hash of the query.")
+            data.query = document
+            return
+        if data.query is not None and sha256_hex(data.query) not in self.trusted:
+            raise Refused(403, "Only registered operations run on this server.", code="FORBIDDEN")
+
+
+def _requested_hash(extensions: Mapping[str, Any] | None) -> str | None:
+    """The sha256Hash of ``extensions.persistedQuery``, checked; None without one."""
+    if not extensions or extensions.get("persistedQuery") is None:
+        return None
+    persisted = extensions["persistedQuery"]
+    if not isinstance(persisted, dict):
+        raise Refused(400, "extensions.persistedQuery must be an object.")
+    if persisted.get("version") != 1:
+        raise Refused(400, "Unsupported persisted query version: only version 1 is.")
+    requested = persisted.get("sha256Hash")
+    if not isinstance(requested, str) or not _SHA256.fullmatch(requested):
+        raise Refused(400, "extensions.persistedQuery.sha256Hash must be a SHA-256 in hex.")
+    return requested
