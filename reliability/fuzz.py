@@ -44,14 +44,17 @@ from schemathesis.graphql import nodes
 
 from reliability.live import ROOT, rig
 
+# The top-level error codes of contract v2 (input problems of mutations are userErrors).
 CODES = frozenset(
     {
         "BAD_USER_INPUT",
         "UNAUTHENTICATED",
         "FORBIDDEN",
-        "NOT_FOUND",
         "CONFLICT",
         "QUERY_TOO_COMPLEX",
+        "RATE_LIMITED",
+        "PERSISTED_QUERY_NOT_FOUND",
+        "PERSISTED_QUERY_NOT_SUPPORTED",
         "STORAGE_UNAVAILABLE",
         "INTERNAL_SERVER_ERROR",
     }

@@ -70,7 +70,7 @@ async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -
         ),
         (
             200,
-            '{"errors": [{"message": "key PRODUCT#p/en", "extensions": {"code": "NOT_FOUND"}}]}',
+            '{"errors": [{"message": "key PRODUCT#p/en", "extensions": {"code": "FORBIDDEN"}}]}',
             "the error leaks ['PRODUCT#']",
         ),
         (200, '{"data": {"x": 1}}', None),
