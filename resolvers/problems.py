@@ -47,23 +47,21 @@ class Problems(Exception):
         self.problems = problems
 
 
+# Storage errors that are the caller's to fix, most specific first.
+_CODES: tuple[tuple[type[storage_errors.StorageError], ProblemCode], ...] = (
+    (storage_errors.TextTooLong, ProblemCode.TOO_LONG),
+    (storage_errors.TextMissing, ProblemCode.REQUIRED),
+    (storage_errors.InvalidInput, ProblemCode.INVALID),
+    (storage_errors.CommentNotFound, ProblemCode.NOT_FOUND),
+    (storage_errors.NotAuthor, ProblemCode.FORBIDDEN),
+    (storage_errors.IdempotencyKeyReused, ProblemCode.IDEMPOTENCY_KEY_REUSED),
+    (storage_errors.CommentsPerProductLimit, ProblemCode.LIMIT_REACHED),
+)
+
+
 def code_of(exc: storage_errors.StorageError) -> ProblemCode | None:
     """The problem code of a storage error that is the caller's to fix; None for others."""
-    if isinstance(exc, storage_errors.TextTooLong):
-        return ProblemCode.TOO_LONG
-    if isinstance(exc, storage_errors.TextMissing):
-        return ProblemCode.REQUIRED
-    if isinstance(exc, storage_errors.InvalidInput):
-        return ProblemCode.INVALID
-    if isinstance(exc, storage_errors.CommentNotFound):
-        return ProblemCode.NOT_FOUND
-    if isinstance(exc, storage_errors.NotAuthor):
-        return ProblemCode.FORBIDDEN
-    if isinstance(exc, storage_errors.IdempotencyKeyReused):
-        return ProblemCode.IDEMPOTENCY_KEY_REUSED
-    if isinstance(exc, storage_errors.CommentsPerProductLimit):
-        return ProblemCode.LIMIT_REACHED
-    return None
+    return next((code for kind, code in _CODES if isinstance(exc, kind)), None)
 
 
 class Checks:

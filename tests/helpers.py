@@ -46,6 +46,34 @@ async def create_many(
     return list(await asyncio.gather(*(one(n) for n in items)))
 
 
+def own_product_id() -> str:
+    """A product id no other test uses (the engine's table is shared)."""
+    return f"p-{uuid.uuid4().hex[:12]}"
+
+
+async def seed_mixed(
+    table: TableRef, product_id: str, count: int, *, authors: Iterable[str], times: int
+) -> list[Comment]:
+    """``count`` comments in three languages and a fixed mix of ratings (5 and 4 the most
+    common), by ``authors`` in turn, at ``times`` distinct timestamps (so ties occur)."""
+    names = list(authors)
+    return await create_many(
+        table,
+        [
+            NewComment(
+                product_id,
+                ["en", "de", "fr"][n % 3],
+                [5, 4, 5, 1, 2, 5, 4][n % 7],
+                f"body {n}",
+                names[n % len(names)],
+                title=f"t{n}",
+                created_at=stamp(n % times),
+            )
+            for n in range(count)
+        ],
+    )
+
+
 def oracle(comments: Iterable[Comment], listing: ListingFilter) -> list[Comment]:
     """Brute force: filter, then sort newest first (ties by comment id, descending)."""
     chosen = [

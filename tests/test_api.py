@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-import uuid
 from typing import Any
 
 import jwt
@@ -23,8 +22,9 @@ from tests.helpers import (
     client_error,
     create_many,
     oracle,
+    own_product_id,
     own_table,
-    stamp,
+    seed_mixed,
 )
 
 CREATE = """
@@ -63,25 +63,13 @@ query($pid: ID!, $language: String, $ratings: [Int!], $first: Int, $after: Strin
 @pytest.fixture(scope="module")
 def seeded_pid() -> str:
     """The id of the product `seeded` seeds, this module's own."""
-    return f"p-{uuid.uuid4().hex[:12]}"
+    return own_product_id()
 
 
 @pytest.fixture(scope="module")
 async def seeded(table: TableRef, seeded_pid: str) -> list[Comment]:
     """Seeded once for the module: the tests that use it only read."""
-    specs = [
-        NewComment(
-            seeded_pid,
-            ["en", "de", "fr"][n % 3],
-            [5, 4, 5, 1, 2, 5, 4][n % 7],
-            f"body {n}",
-            f"user{n % 4}",
-            title=f"t{n}",
-            created_at=stamp(n % 11),
-        )
-        for n in range(45)
-    ]
-    return await create_many(table, specs)
+    return await seed_mixed(table, seeded_pid, 45, authors=[f"user{n}" for n in range(4)], times=11)
 
 
 def _input(pid: str, **overrides: Any) -> dict[str, Any]:

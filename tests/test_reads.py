@@ -20,7 +20,7 @@ from storage.reads import (
 )
 from storage.table import TableRef, create_table
 from storage.writes import create_comment, delete_comment, get_comment
-from tests.helpers import create_many, oracle, own_table, stamp, walk
+from tests.helpers import create_many, oracle, own_product_id, own_table, seed_mixed, stamp, walk
 
 LANGS = ["en", "de", "fr"]
 
@@ -28,25 +28,13 @@ LANGS = ["en", "de", "fr"]
 @pytest.fixture(scope="module")
 def seeded_pid() -> str:
     """The id of the product `product` seeds, this module's own."""
-    return f"p-{uuid.uuid4().hex[:12]}"
+    return own_product_id()
 
 
 @pytest.fixture(scope="module")
 async def product(table: TableRef, seeded_pid: str) -> list[Comment]:
     """Seeded once for the module: the tests that use it only read."""
-    specs = [
-        NewComment(
-            seeded_pid,
-            LANGS[n % 3],
-            [5, 4, 5, 1, 2, 5, 4][n % 7],
-            f"body {n}",
-            "ann",
-            title=f"t{n}",
-            created_at=stamp(n % 9),
-        )
-        for n in range(40)
-    ]
-    return await create_many(table, specs)
+    return await seed_mixed(table, seeded_pid, 40, authors=["ann"], times=9)
 
 
 async def test_table_creation_is_idempotent(client: object, table: TableRef) -> None:

@@ -67,25 +67,22 @@ REQUEST_ERRORS = {
 
 
 @pytest.mark.parametrize("name", list(REQUEST_ERRORS))
-async def test_request_errors_are_400_without_data_in_graphql_response_json(
-    api: Api, name: str
+@pytest.mark.parametrize(
+    ("accept", "status"),
+    [(GRJ, 400), (LEGACY, 200)],
+    ids=["graphql-response+json: 400 without data", "application/json: 200 with null data"],
+)
+async def test_request_errors_by_media_type(
+    api: Api, name: str, accept: dict[str, str], status: int
 ) -> None:
-    response = await post(api, REQUEST_ERRORS[name], GRJ)
-    assert response.status_code == 400, response.text
-    assert response.headers["content-type"] == f"{GRAPHQL_RESPONSE_JSON}; charset=utf-8"
+    response = await post(api, REQUEST_ERRORS[name], accept)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == f"{accept['accept']}; charset=utf-8"
     body = response.json()
-    assert "data" not in body
-    assert code_of(response) == "BAD_USER_INPUT"
-
-
-@pytest.mark.parametrize("name", list(REQUEST_ERRORS))
-async def test_request_errors_are_200_with_null_data_in_application_json(
-    api: Api, name: str
-) -> None:
-    response = await post(api, REQUEST_ERRORS[name], LEGACY)
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"] == f"{JSON}; charset=utf-8"
-    assert response.json()["data"] is None
+    if accept is GRJ:
+        assert "data" not in body
+    else:
+        assert body["data"] is None
     assert code_of(response) == "BAD_USER_INPUT"
 
 
