@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Awaitable
+from typing import cast
 
 import strawberry
 from strawberry import relay
@@ -35,9 +36,16 @@ class Query:
     async def node(self, info: Info, id: strawberry.ID) -> relay.Node | None:
         return await resolve_node(info, id)
 
-    @strawberry.field(description="Refetch objects by global id, in input order; null for unknown.")
-    async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[relay.Node | None]:
-        return list(await asyncio.gather(*(resolve_node(info, i) for i in ids)))
+    @strawberry.field(
+        description="Refetch objects by global id, in input order; null for unknown, and null "
+        "with its own error for an invalid one (the others still resolve)."
+    )
+    def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[relay.Node | None]:
+        # One awaitable per id, awaited by the executor item by item: an invalid id or a
+        # failed read nulls its own entry, with an error whose path ends in its index,
+        # instead of failing the whole (non-null) list and with it the response.
+        items: list[Awaitable[Product | Comment | None]] = [resolve_node(info, i) for i in ids]
+        return cast(list[relay.Node | None], items)
 
     @strawberry.field(
         description="A product by the shop's own identifier. A product without comments still "

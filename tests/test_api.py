@@ -771,3 +771,18 @@ async def test_plans_are_shown_only_where_exposed_and_always_to_moderators(
     async with running_api(table.client, table.name) as development:
         plan = (await development.data(EXPLAINED, {"pid": seeded_pid}))["product"]["comments"]
         assert plan["plan"] == {"strategy": "ALL", "rounds": 1}
+
+
+async def test_an_invalid_id_in_nodes_nulls_its_own_entry_only(
+    api: Api, seeded: list[Comment], seeded_pid: str
+) -> None:
+    product_gid = base64.b64encode(f"Product:{seeded_pid}".encode()).decode()
+    comment_gid = base64.b64encode(f"Comment:{seeded[0].comment_id}".encode()).decode()
+    body = await api.gql(
+        'query($ids: [ID!]!) { nodes(ids: $ids) { id } product(productId: "ok-1") { productId } }',
+        {"ids": [product_gid, "%%%", comment_gid]},
+    )
+    (error,) = body["errors"]
+    assert (error["path"], error["extensions"]["code"]) == (["nodes", 1], "BAD_USER_INPUT")
+    assert body["data"]["nodes"] == [{"id": product_gid}, None, {"id": comment_gid}]
+    assert body["data"]["product"] == {"productId": "ok-1"}
