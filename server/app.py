@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
@@ -23,12 +23,12 @@ from strawberry.types import ExecutionResult
 
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
+from server.graphiql import ASSET_PATH, GraphiQLPage
 from server.guards import (
     BodyLimit,
     HeaderLimit,
     RequestId,
     SecurityHeaders,
-    content_security_policy,
     error_body,
 )
 from server.runtime import lifespan, runtime_of
@@ -43,7 +43,7 @@ log = logging.getLogger("comments.server")
 class GraphQLApp(GraphQL[Context, None]):
     """Strawberry's ASGI view with our per-request context."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, ide: GraphiQLPage | None = None) -> None:
         super().__init__(
             build_schema(
                 SchemaOptions(
@@ -53,13 +53,12 @@ class GraphQLApp(GraphQL[Context, None]):
                     max_nodes=settings.max_response_nodes,
                 )
             ),
-            graphql_ide="graphiql" if settings.graphiql_on else None,
+            graphql_ide="graphiql" if ide is not None else None,
             allow_queries_via_get=False,
         )
         self.use_orjson = settings.orjson
         self.suggestions = settings.suggestions_on
-        self.ide_html = self.graphql_ide_html
-        self.ide_csp = content_security_policy(self.ide_html)
+        self.ide = ide
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Strawberry answers requests it cannot read (bad JSON, wrong content type, a batch,
@@ -76,7 +75,10 @@ class GraphQLApp(GraphQL[Context, None]):
         await response(scope, receive, send)
 
     async def render_graphql_ide(self, request: Request) -> Response:
-        return HTMLResponse(self.ide_html, headers={"content-security-policy": self.ide_csp})
+        # Our own page (server.graphiql), not Strawberry's, which loads GraphiQL from a CDN.
+        if self.ide is None:  # Strawberry asks only when the IDE is on
+            raise HTTPException(404, "Not Found")
+        return self.ide.render(request.url.path)
 
     def parse_json(self, data: str | bytes) -> Any:
         # orjson refuses what json.loads lets through or chokes on: NaN, invalid UTF-8,
@@ -161,8 +163,13 @@ def create_app(
         ),
         Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
     ]
+    routes = [Route("/healthz", healthz)]
+    ide = GraphiQLPage.load() if settings.graphiql_on else None
+    if ide is not None:
+        routes.append(Route(ASSET_PATH + "/{name}", ide.asset))
+    routes.append(Route("/graphql", GraphQLApp(settings, ide)))
     app = Starlette(
-        routes=[Route("/healthz", healthz), Route("/graphql", GraphQLApp(settings))],
+        routes=routes,
         middleware=middleware,
         lifespan=lifespan(settings, client),
     )
