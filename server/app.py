@@ -59,6 +59,8 @@ class GraphQLApp(GraphQL[Context, None]):
         self.use_orjson = settings.orjson
         self.suggestions = settings.suggestions_on
         self.ide = ide
+        # The page carries the dev token only in development (never in production posture).
+        self.ide_token = not settings.production
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Strawberry answers requests it cannot read (bad JSON, wrong content type, a batch,
@@ -78,7 +80,8 @@ class GraphQLApp(GraphQL[Context, None]):
         # Our own page (server.graphiql), not Strawberry's, which loads GraphiQL from a CDN.
         if self.ide is None:  # Strawberry asks only when the IDE is on
             raise HTTPException(404, "Not Found")
-        return self.ide.render(request.url.path)
+        token = runtime_of(request.app).dev_token if self.ide_token else None
+        return self.ide.render(request.url.path, token)
 
     def parse_json(self, data: str | bytes) -> Any:
         # orjson refuses what json.loads lets through or chokes on: NaN, invalid UTF-8,

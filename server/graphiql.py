@@ -3,7 +3,8 @@
 The page is ours and small: GraphiQL's UMD build with React's, from an allow-list of files
 under ``node_modules`` (``package-lock.json`` pins them, ``scripts/setup`` installs them) at
 ``/graphiql/assets/<name>``, and one inline bootstrap script admitted by its hash. Nothing is
-loaded from another host, so the IDE works offline and under a CSP of ``'self'``.
+loaded from another host, so the IDE works offline and under a CSP of ``'self'``. In
+development the page opens on an example query with the dev token in its headers.
 """
 
 from __future__ import annotations
@@ -38,13 +39,44 @@ ASSETS: dict[str, tuple[str, str]] = {
 # The versioned URLs never change content, so browsers may keep them for a year.
 IMMUTABLE = "public, max-age=31536000, immutable"
 
+EXAMPLE_QUERY = """\
+# A product page: its counters, the first comments
+# (newest first) and where the next page starts.
+# Run it with the play button or Ctrl-Enter; the Docs
+# pane (book icon) lists every field.
+query ProductPage($productId: ID! = "sku-hot") {
+  product(productId: $productId) {
+    productId
+    lastCommentedAt
+    stats {
+      total
+      average
+      histogram { rating count }
+    }
+    comments(first: 5) {
+      totalCount
+      edges {
+        cursor
+        node { commentId rating language title author createdAt }
+      }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
+
 # Reads its settings from the JSON block, which is data and never runs, so this script and
-# its hash stay the same whatever the settings.
+# its hash stay the same whatever the settings (a dev token among them).
 BOOTSTRAP = """
 const config = JSON.parse(document.getElementById("graphiql-config").textContent);
 const props = {
   fetcher: GraphiQL.createFetcher({ url: config.url }),
+  defaultQuery: config.query,
 };
+if (config.headers) {
+  props.defaultHeaders = config.headers;
+  props.defaultEditorToolsVisibility = "headers";
+}
 ReactDOM.createRoot(document.getElementById("graphiql")).render(
   React.createElement(GraphiQL, props),
 );
@@ -102,12 +134,16 @@ class GraphiQLPage:
             versions[name] = hashlib.sha256(content).hexdigest()[:16]
         return cls(versions, content_security_policy(_page(versions, {})), root)
 
-    def render(self, path: str) -> Response:
-        """The page for a browser at ``path``."""
+    def render(self, path: str, dev_token: str | None) -> Response:
+        """The page for a browser at ``path``; ``dev_token`` fills the Headers tab."""
         if not self.versions:
             where = html.escape(str(self.root))
             return HTMLResponse(MISSING.format(where=where), status_code=503)
-        config: dict[str, str] = {"url": path}
+        config: dict[str, str] = {"url": path, "query": EXAMPLE_QUERY}
+        if dev_token is not None:
+            config["headers"] = orjson.dumps(
+                {"Authorization": f"Bearer {dev_token}"}, option=orjson.OPT_INDENT_2
+            ).decode()
         return HTMLResponse(
             _page(self.versions, config), headers={"content-security-policy": self.csp}
         )

@@ -40,11 +40,12 @@ DEV_TOKEN_LIFETIME = 24 * 3600
 @dataclass(frozen=True, slots=True)
 class Runtime:
     """What the routes need from the lifespan: the table (with its one client), the token
-    rules and the settings."""
+    rules and the settings, and the dev token printed at start-up, if one was."""
 
     table: TableRef
     tokens: TokenRules
     settings: Settings
+    dev_token: str | None = None
 
     @property
     def tuning(self) -> Tuning:
@@ -93,7 +94,8 @@ async def open_runtime(
     """Open storage and settle the token rules; close storage when the block ends."""
     async with AsyncExitStack() as stack:
         table = await _open_table(stack, settings, client)
-        yield Runtime(table, _token_rules(settings), settings)
+        rules, dev_token = _token_rules(settings)
+        yield Runtime(table, rules, settings, dev_token)
 
 
 async def _open_table(
@@ -124,14 +126,15 @@ async def _seed_demo(table: TableRef, settings: Settings) -> None:
     await load_new_products(table, comments, progress=progress)
 
 
-def _token_rules(settings: Settings) -> TokenRules:
-    """The rules bearer tokens must meet; without JWT_SECRET (the settings allow that only
-    with the embedded engine) a secret is made for this start, and the dev token printed
-    with it is the only way in."""
+def _token_rules(settings: Settings) -> tuple[TokenRules, str | None]:
+    """The rules bearer tokens must meet, and the dev token printed, if any; without
+    JWT_SECRET (the settings allow that only with the embedded engine) a secret is made for
+    this start, and the dev token printed with it is the only way in."""
     secret = settings.jwt_secret
     generated = secret is None
     if secret is None:
         secret = secrets.token_urlsafe(32)
+    token = None
     if settings.dev_token or (settings.dev_token is None and generated):
         lifetime = min(DEV_TOKEN_LIFETIME, settings.jwt_max_lifetime or DEV_TOKEN_LIFETIME)
         token = mint(
@@ -145,9 +148,10 @@ def _token_rules(settings: Settings) -> TokenRules:
         )
         print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
         print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
-    return TokenRules(
+    rules = TokenRules(
         secret,
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
         max_lifetime=settings.jwt_max_lifetime or None,
     )
+    return rules, token

@@ -1,6 +1,6 @@
 """The GraphiQL page and its assets: served from the project's own pinned npm packages (an
 allow-list, never an arbitrary path), nothing from another host, a CSP of 'self' without
-'unsafe-inline'."""
+'unsafe-inline', and the dev token in its headers only in development."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -39,6 +40,13 @@ def directives(csp: str) -> dict[str, list[str]]:
 
 def digest(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+@pytest.fixture(scope="module")
+async def dev(table: TableRef) -> AsyncIterator[Api]:
+    """Development with a dev token printed at start-up."""
+    async with running_api(table.client, table.name, dev_token=True) as running:
+        yield running
 
 
 async def test_the_page_loads_only_this_servers_assets(api: Api) -> None:
@@ -142,6 +150,40 @@ async def raw_get(path: str) -> tuple[int, bytes]:
     return sent[0]["status"], body
 
 
+async def test_no_dev_token_without_one_printed(api: Api) -> None:
+    page = await api.http.get("/graphql", headers={"accept": "text/html"})
+    config = config_of(page.text)
+    assert "headers" not in config
+    assert "Bearer" not in page.text
+
+
+async def test_development_opens_on_a_product_page_with_the_dev_token(dev: Api) -> None:
+    page = await dev.http.get("/graphql", headers={"accept": "text/html"})
+    config = config_of(page.text)
+    assert config["url"] == "/graphql"
+    for part in ("product(", "stats", "comments(first:", "pageInfo", "hasNextPage", "endCursor"):
+        assert part in config["query"]
+    example = await dev.data(config["query"])
+    assert example["product"]["productId"] == "sku-hot"
+    token = json.loads(config["headers"])["Authorization"].removeprefix("Bearer ")
+    body = await dev.gql(
+        'mutation { deleteComment(input: {id: "nope"}) { deletedId } }', token=token
+    )
+    # Accepted as a moderator's token: the refusal is about the comment, not the caller.
+    assert body["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    assert page.headers["cache-control"] == "no-store"
+
+
+async def test_production_never_puts_a_token_in_the_page(table: TableRef) -> None:
+    async with running_api(
+        table.client, table.name, production=True, graphiql=True, dev_token=True
+    ) as prod:
+        page = await prod.http.get("/graphql", headers={"accept": "text/html"})
+        assert page.status_code == 200
+        assert "headers" not in config_of(page.text)
+        assert "Bearer" not in page.text
+
+
 async def test_assets_are_not_served_when_graphiql_is_off(table: TableRef) -> None:
     async with running_api(table.client, table.name, graphiql=False) as off:
         page = await off.http.get("/graphql", headers={"accept": "text/html"})
@@ -150,9 +192,18 @@ async def test_assets_are_not_served_when_graphiql_is_off(table: TableRef) -> No
         assert asset.status_code == 404
 
 
+async def test_the_config_cannot_close_its_script_element() -> None:
+    page = GraphiQLPage.load().render("/graphql", "</script><script>alert(1)")
+    text = bytes(page.body).decode()
+    assert "</script><script>alert(1)" not in text
+    assert json.loads(config_of(text)["headers"])["Authorization"].endswith(
+        "</script><script>alert(1)"
+    )
+
+
 async def test_missing_packages_say_how_to_install_them(tmp_path: Path) -> None:
     ide = GraphiQLPage.load(tmp_path)
-    page = ide.render("/graphql")
+    page = ide.render("/graphql", None)
     assert page.status_code == 503
     assert b"scripts/setup" in bytes(page.body)
 
