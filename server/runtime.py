@@ -94,8 +94,20 @@ async def open_runtime(
     """Open storage and settle the token rules; close storage when the block ends."""
     async with AsyncExitStack() as stack:
         table = await _open_table(stack, settings, client)
+        if settings.port:  # 0: the port is chosen when the socket binds, unknown here
+            name = "GraphiQL" if settings.graphiql_on else "GraphQL"
+            print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
         rules, dev_token = _token_rules(settings)
         yield Runtime(table, rules, settings, dev_token)
+
+
+def local_url(settings: Settings) -> str:
+    """Where a person on this machine reaches the server: listening on every interface
+    (0.0.0.0, ::) is reached on loopback, which a browser can open."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(settings.host, settings.host)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
 
 
 async def _open_table(
@@ -146,7 +158,6 @@ def _token_rules(settings: Settings) -> tuple[TokenRules, str | None]:
             issuer=settings.jwt_issuer,
             audience=settings.jwt_audience,
         )
-        print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
         print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
     rules = TokenRules(
         secret,
