@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
@@ -29,12 +29,12 @@ from strawberry.types.graphql import OperationType
 
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
+from server.graphiql import ASSET_PATH, GraphiQLPage
 from server.guards import (
     BodyLimit,
     HeaderLimit,
     RequestId,
     SecurityHeaders,
-    content_security_policy,
 )
 from server.persisted import PersistedQueries, load_manifest
 from server.runtime import lifespan, runtime_of
@@ -61,7 +61,7 @@ class GraphQLApp(GraphQL[Context, None]):
     (server.transport): queries over GET and POST, mutations over POST, the response's
     media type and status from the Accept header and the result."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, ide: GraphiQLPage | None = None) -> None:
         schema = build_schema(
             SchemaOptions(
                 introspection=settings.introspection_on,
@@ -74,7 +74,7 @@ class GraphQLApp(GraphQL[Context, None]):
         schema.extensions = (*schema.extensions, RequestErrors)
         super().__init__(
             schema,
-            graphql_ide="graphiql" if settings.graphiql_on else None,
+            graphql_ide="graphiql" if ide is not None else None,
             allow_queries_via_get=True,
         )
         trusted = None
@@ -83,8 +83,9 @@ class GraphQLApp(GraphQL[Context, None]):
         self.persisted = PersistedQueries(settings.apq_max_bytes if settings.apq else 0, trusted)
         self.use_orjson = settings.orjson
         self.suggestions = settings.suggestions_on
-        self.ide_html = self.graphql_ide_html
-        self.ide_csp = content_security_policy(self.ide_html)
+        self.ide = ide
+        # The page carries the dev token only in development (never in production posture).
+        self.ide_token = not settings.production
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Strawberry answers requests it cannot read (bad JSON, wrong content type, a batch,
@@ -171,7 +172,11 @@ class GraphQLApp(GraphQL[Context, None]):
             return PreExecutionError(data=None, errors=[error])
 
     async def render_graphql_ide(self, request: Request) -> Response:
-        return HTMLResponse(self.ide_html, headers={"content-security-policy": self.ide_csp})
+        # Our own page (server.graphiql), not Strawberry's, which loads GraphiQL from a CDN.
+        if self.ide is None:  # Strawberry asks only when the IDE is on
+            raise HTTPException(404, "Not Found")
+        token = runtime_of(request.app).dev_token if self.ide_token else None
+        return self.ide.render(request.url.path, token)
 
     def parse_json(self, data: str | bytes) -> Any:
         # orjson refuses what json.loads lets through or chokes on: NaN, invalid UTF-8,
@@ -296,8 +301,13 @@ def create_app(
         ),
         Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
     ]
+    routes = [Route("/healthz", healthz)]
+    ide = GraphiQLPage.load() if settings.graphiql_on else None
+    if ide is not None:
+        routes.append(Route(ASSET_PATH + "/{name}", ide.asset))
+    routes.append(Route("/graphql", GraphQLApp(settings, ide)))
     app = Starlette(
-        routes=[Route("/healthz", healthz), Route("/graphql", GraphQLApp(settings))],
+        routes=routes,
         middleware=middleware,
         lifespan=lifespan(settings, client),
     )

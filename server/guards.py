@@ -26,29 +26,34 @@ COMMON_HEADERS = {
     "referrer-policy": "no-referrer",
     "cache-control": "no-store",
 }
-# Sent on HTML (the GraphiQL page) as well: no framing, nothing loaded from elsewhere but
-# the pinned IDE assets.
+# Sent on HTML (the GraphiQL page) as well: no framing, nothing loaded from elsewhere than
+# this server (server.graphiql serves the pinned IDE assets).
 HTML_HEADERS = {
     "x-frame-options": "DENY",
     "cross-origin-opener-policy": "same-origin",
     "permissions-policy": "camera=(), microphone=(), geolocation=()",
 }
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+_INLINE_STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
 
 
-def content_security_policy(html: str, asset_origin: str = "https://unpkg.com") -> str:
-    """A CSP for one HTML page: its inline scripts allowed by hash, assets from one origin."""
-    hashes = " ".join(
-        "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
-        for body in _INLINE_SCRIPT.findall(html)
-    )
+def content_security_policy(html: str) -> str:
+    """A CSP for one HTML page: everything from this origin, its inline scripts and styles
+    allowed by hash, nothing inline otherwise, no other host."""
+
+    def hashes(pattern: re.Pattern[str]) -> str:
+        return "".join(
+            " 'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+            for body in pattern.findall(html)
+        )
+
     return "; ".join(
         [
             "default-src 'none'",
-            f"script-src 'self' {asset_origin} {hashes}".rstrip(),
-            # GraphiQL's editor sets style attributes from script.
-            f"style-src 'self' 'unsafe-inline' {asset_origin}",
-            f"font-src 'self' data: {asset_origin}",
+            f"script-src 'self'{hashes(_INLINE_SCRIPT)}",
+            f"style-src 'self'{hashes(_INLINE_STYLE)}",
+            # GraphiQL's stylesheet carries its fonts and icons as data: URLs.
+            "font-src 'self' data:",
             "img-src 'self' data:",
             "connect-src 'self'",
             "base-uri 'none'",

@@ -40,11 +40,12 @@ DEV_TOKEN_LIFETIME = 24 * 3600
 @dataclass(frozen=True, slots=True)
 class Runtime:
     """What the routes need from the lifespan: the table (with its one client), the token
-    rules and the settings."""
+    rules and the settings, and the dev token printed at start-up, if one was."""
 
     table: TableRef
     tokens: TokenRules
     settings: Settings
+    dev_token: str | None = None
 
     @property
     def tuning(self) -> Tuning:
@@ -93,7 +94,20 @@ async def open_runtime(
     """Open storage and settle the token rules; close storage when the block ends."""
     async with AsyncExitStack() as stack:
         table = await _open_table(stack, settings, client)
-        yield Runtime(table, _token_rules(settings), settings)
+        if settings.port:  # 0: the port is chosen when the socket binds, unknown here
+            name = "GraphiQL" if settings.graphiql_on else "GraphQL"
+            print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
+        rules, dev_token = _token_rules(settings)
+        yield Runtime(table, rules, settings, dev_token)
+
+
+def local_url(settings: Settings) -> str:
+    """Where a person on this machine reaches the server: listening on every interface
+    (0.0.0.0, ::) is reached on loopback, which a browser can open."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(settings.host, settings.host)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
 
 
 async def _open_table(
@@ -124,14 +138,15 @@ async def _seed_demo(table: TableRef, settings: Settings) -> None:
     await load_new_products(table, comments, progress=progress)
 
 
-def _token_rules(settings: Settings) -> TokenRules:
-    """The rules bearer tokens must meet; without JWT_SECRET (the settings allow that only
-    with the embedded engine) a secret is made for this start, and the dev token printed
-    with it is the only way in."""
+def _token_rules(settings: Settings) -> tuple[TokenRules, str | None]:
+    """The rules bearer tokens must meet, and the dev token printed, if any; without
+    JWT_SECRET (the settings allow that only with the embedded engine) a secret is made for
+    this start, and the dev token printed with it is the only way in."""
     secret = settings.jwt_secret
     generated = secret is None
     if secret is None:
         secret = secrets.token_urlsafe(32)
+    token = None
     if settings.dev_token or (settings.dev_token is None and generated):
         lifetime = min(DEV_TOKEN_LIFETIME, settings.jwt_max_lifetime or DEV_TOKEN_LIFETIME)
         token = mint(
@@ -143,11 +158,11 @@ def _token_rules(settings: Settings) -> TokenRules:
             issuer=settings.jwt_issuer,
             audience=settings.jwt_audience,
         )
-        print(f"GraphiQL: http://{settings.host}:{settings.port}/graphql", file=sys.stderr)
         print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
-    return TokenRules(
+    rules = TokenRules(
         secret,
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
         max_lifetime=settings.jwt_max_lifetime or None,
     )
+    return rules, token

@@ -1,0 +1,77 @@
+"""Local development: `docker compose up` starts the API once DynamoDB Local is healthy and
+lets a local frontend call it; the server prints a URL a person can open, also when it
+listens on every interface."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reliability.live import live_server
+from server.local_engine import LocalEngine
+from server.runtime import local_url
+from server.settings import Settings
+from storage.table import TableRef
+from tests.api_helpers import SECRET
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return loaded
+
+
+def test_the_engine_has_a_healthcheck_that_asks_it_something() -> None:
+    check = compose()["services"]["dynamodb"]["healthcheck"]
+    assert check["test"][0] == "CMD"
+    assert "DynamoDB_20120810.ListTables" in " ".join(check["test"])
+    assert check["retries"] >= 3
+
+
+def test_the_api_waits_for_a_healthy_engine() -> None:
+    api = compose()["services"]["api"]
+    assert api["depends_on"] == {"dynamodb": {"condition": "service_healthy"}}
+    assert "/healthz" in " ".join(api["healthcheck"]["test"])
+
+
+def test_a_local_frontend_may_call_the_api() -> None:
+    value = compose()["services"]["api"]["environment"]["CORS_ORIGINS"]
+    # ${CORS_ORIGINS:-default}: overridable, with the usual dev servers as the default.
+    assert value.startswith("${CORS_ORIGINS:-")
+    assert value.endswith("}")
+    default = value.removeprefix("${CORS_ORIGINS:-").removesuffix("}")
+    parsed = Settings(cors_origins=default, jwt_secret=SECRET)
+    assert parsed.cors_origins == ["http://localhost:3000", "http://localhost:5173"]
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("0.0.0.0", "http://127.0.0.1:8000"),
+        ("::", "http://[::1]:8000"),
+        ("127.0.0.1", "http://127.0.0.1:8000"),
+        ("localhost", "http://localhost:8000"),
+        ("::1", "http://[::1]:8000"),
+        ("192.0.2.7", "http://192.0.2.7:8000"),
+    ],
+)
+def test_the_printed_url_can_be_opened(host: str, url: str) -> None:
+    assert local_url(Settings(host=host, port=8000)) == url
+
+
+def test_a_server_on_every_interface_prints_a_loopback_url(
+    engine: LocalEngine, table: TableRef
+) -> None:
+    with (
+        tempfile.TemporaryFile() as log,
+        live_server(engine.endpoint_url, table.name, SECRET, log=log, HOST="0.0.0.0") as server,
+    ):
+        log.seek(0)
+        output = log.read().decode()
+    assert f"GraphiQL: http://127.0.0.1:{server.port}/graphql\n" in output
+    assert "0.0.0.0" not in output.split("Uvicorn running")[0]
