@@ -8,8 +8,11 @@ request error. A hash that is not the SHA-256 of the document is refused. The st
 the most recently used documents within a budget of bytes (schema.caches.BoundedCache).
 
 Trusted documents (a manifest as graphql-codegen's client preset writes it with
-``persistedDocuments``: a JSON object from SHA-256 hash to document): only the documents
-of the manifest run, sent by hash or in full; nothing is registered.
+``persistedDocuments``: a JSON object from SHA-256 hash to document, the hash in hex,
+prefixed ``sha256:`` as the preset writes it since it follows GraphQL over HTTP's
+persisted-documents appendix, or bare): only the documents of the manifest run, sent by
+hash (the bare hex, as Apollo's persisted-query link sends it) or in full; nothing is
+registered.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from schema.caches import BoundedCache
 from server.transport import Refused
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# How the GraphQL-over-HTTP persisted-documents appendix (and so graphql-codegen's client
+# preset) writes a SHA-256 document identifier: "sha256:<hex>".
+_SHA256_PREFIX = "sha256:"
 # What a stored document costs besides its text: the key, the entry, the str objects.
 ENTRY_BYTES = 256
 
@@ -53,12 +59,15 @@ def load_manifest(path: Path) -> dict[str, str]:
         raise ValueError(f"TRUSTED_DOCUMENTS: cannot read {path} as JSON") from exc
     if not isinstance(loaded, dict):
         raise ValueError("TRUSTED_DOCUMENTS: the manifest must map hashes to documents")
+    trusted: dict[str, str] = {}
     for key, document in loaded.items():
-        if not isinstance(document, str) or sha256_hex(document) != key:
+        hex_hash = key.removeprefix(_SHA256_PREFIX)
+        if not isinstance(document, str) or sha256_hex(document) != hex_hash:
             raise ValueError(
                 f"TRUSTED_DOCUMENTS: {str(key)[:80]!r} is not the SHA-256 of its document"
             )
-    return dict(loaded)
+        trusted[hex_hash] = document
+    return trusted
 
 
 @dataclass

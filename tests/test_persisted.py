@@ -159,6 +159,20 @@ async def test_trusted_documents_run_only_registered_operations(
         )
 
 
+def test_a_manifest_as_the_client_preset_writes_it_is_read(tmp_path: Path) -> None:
+    # graphql-codegen's client preset prefixes its SHA-256 hashes ("sha256:<hex>", the
+    # GraphQL-over-HTTP persisted-documents identifier); requests carry the bare hex.
+    path = tmp_path / "persisted-documents.json"
+    path.write_text(json.dumps({f"sha256:{sha(QUERY)}": QUERY, sha("{ a }"): "{ a }"}))
+    assert load_manifest(path) == {sha(QUERY): QUERY, sha("{ a }"): "{ a }"}
+    path.write_text(json.dumps({f"sha256:{sha('{ a }')}": "{ b }"}))
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_manifest(path)
+    path.write_text(json.dumps({f"sha1:{sha(QUERY)}": QUERY}))
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_manifest(path)
+
+
 def test_a_manifest_whose_hashes_do_not_match_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({sha("{ a }"): "{ b }"}))
