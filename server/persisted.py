@@ -110,6 +110,10 @@ class PersistedQueries:
         assert self.trusted is not None
         if requested is not None:
             document = self.trusted.get(requested)
+            if document is None and data.query is not None:
+                # Apollo's link sends the document after a miss, to register it; here
+                # nothing is registered, so say why instead of "not found" a second time.
+                raise Refused(403, _ONLY_REGISTERED, code="FORBIDDEN")
             if document is None:
                 raise PersistedQueryMiss("PERSISTED_QUERY_NOT_FOUND", "PersistedQueryNotFound")
             if data.query is not None and data.query != document:
@@ -117,7 +121,10 @@ class PersistedQueries:
             data.query = document
             return
         if data.query is not None and sha256_hex(data.query) not in self.trusted:
-            raise Refused(403, "Only registered operations run on this server.", code="FORBIDDEN")
+            raise Refused(403, _ONLY_REGISTERED, code="FORBIDDEN")
+
+
+_ONLY_REGISTERED = "Only registered operations run on this server."
 
 
 def _requested_hash(extensions: Mapping[str, Any] | None) -> str | None:

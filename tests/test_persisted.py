@@ -148,12 +148,13 @@ async def test_trusted_documents_run_only_registered_operations(
         refused = await trusted.http.post("/graphql", json={"query": other}, headers=GRJ)
         assert refused.status_code == 403
         assert error_of(refused)["extensions"]["code"] == "FORBIDDEN"
-        # APQ registers nothing here: the hash stays unknown.
+        # APQ registers nothing here: the document sent after a miss (as Apollo's link
+        # does) is refused as unregistered, and the hash stays unknown.
         registering = await trusted.http.post(
             "/graphql", json={"query": other, "extensions": persisted(other)}, headers=GRJ
         )
-        assert registering.status_code == 200
-        assert error_of(registering)["message"] == "PersistedQueryNotFound"
+        assert registering.status_code == 403
+        assert error_of(registering)["extensions"]["code"] == "FORBIDDEN"
         assert error_of(await get_hashed(trusted, other, GRJ))["message"] == (
             "PersistedQueryNotFound"
         )

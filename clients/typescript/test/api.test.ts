@@ -353,15 +353,15 @@ describe('trusted documents', { skip: trustedUrl ? false : 'COMMENTS_TRUSTED_GRA
       }
     `;
     // The hash is unknown; the link sends hash and document, and the server, which
-    // registers nothing in this mode, answers PersistedQueryNotFound again.
+    // registers nothing in this mode, refuses the document: FORBIDDEN, with a 403.
     await assert.rejects(client.query({ query: unregistered }), (error: unknown) => {
       assert.ok(CombinedGraphQLErrors.is(error), String(error));
-      assert.equal(error.errors[0]?.extensions?.code, 'PERSISTED_QUERY_NOT_FOUND');
+      assert.equal(error.errors[0]?.extensions?.code, 'FORBIDDEN');
       return true;
     });
     assert.deepEqual(
       sent.map((request) => [request.method, carriedDocument(request), request.status]),
-      [['GET', false, 200], ['POST', true, 200]],
+      [['GET', false, 200], ['POST', true, 403]],
     );
 
     // The document alone (no hash), as a client without the link sends it: 403 FORBIDDEN.
