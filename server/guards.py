@@ -19,8 +19,9 @@ import orjson
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-# Sent on every response: no MIME sniffing, no referrer leaks, never cached by proxies
-# (responses depend on the caller's token).
+# Sent on every response: no MIME sniffing, no referrer leaks, and never kept by caches
+# unless the response says otherwise (the view makes anonymous GET queries public, see
+# server.http_cache).
 COMMON_HEADERS = {
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
