@@ -156,6 +156,10 @@ class Settings(StorageSettings, TokenSettings):
     # comment shows within a minute or so. CACHE_MAX_AGE=0: nothing is kept (no-store).
     cache_max_age: int = Field(default=30, ge=0)
     cache_stale_while_revalidate: int = Field(default=60, ge=0)
+    # Answers of at least this many bytes are sent gzip-compressed to clients that accept it;
+    # smaller ones gain little (a few hundred bytes fit one packet either way). 0: nothing
+    # is compressed (for a proxy in front that compresses).
+    gzip_min_bytes: int = Field(default=1024, ge=0)
     # Automatic persisted queries (Apollo's protocol), and the bytes their store may hold.
     apq: bool = True
     apq_max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)

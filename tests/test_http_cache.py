@@ -1,9 +1,11 @@
 """HTTP caching of reads: anonymous queries over GET are public with a strong ETag and a 304
 on a matching If-None-Match; tokens, POST, mutations and errors are no-store; Vary names what
-an answer depends on; the APQ round trip over GET ends in a 304."""
+an answer depends on; the APQ round trip over GET ends in a 304. Compression: gzip above
+GZIP_MIN_BYTES, with an ETag of its own."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -68,7 +70,18 @@ def test_the_etag_is_strong_and_names_the_bytes() -> None:
 
 
 async def get(api: Api, params: dict[str, str], **headers: str) -> httpx.Response:
+    """A GET whose body is the bytes sent (no content coding unless asked for)."""
+    headers = {"accept-encoding": "identity", **headers}
     return await api.http.get("/graphql", params=params, headers=headers)
+
+
+async def get_raw(api: Api, params: dict[str, str], **headers: str) -> tuple[httpx.Response, bytes]:
+    """A GET, and its body as sent (compressed, if it was)."""
+    request = api.http.build_request("GET", "/graphql", params=params, headers=headers)
+    response = await api.http.send(request, stream=True)
+    raw = b"".join([chunk async for chunk in response.aiter_raw()])
+    await response.aclose()
+    return response, raw
 
 
 def vary(response: httpx.Response) -> set[str]:
@@ -305,3 +318,85 @@ async def test_the_apq_round_trip_ends_in_a_304(api: Api) -> None:
     assert again.status_code == 304
     assert again.headers["etag"] == hit.headers["etag"]
     assert again.headers["cache-control"] == PUBLIC
+
+
+async def seed_page(table: TableRef, product_id: str, count: int = 25) -> dict[str, str]:
+    """A product with ``count`` comments; the GET parameters of its first page of 20."""
+    await create_many(
+        table,
+        [
+            NewComment(
+                product_id,
+                ["en", "de", "fr"][n % 3],
+                1 + n % 5,
+                f"Body of comment {n}: it does what it says, and the delivery was quick.",
+                f"user{n}",
+                title=f"Comment {n}",
+                created_at=stamp(n),
+            )
+            for n in range(count)
+        ],
+    )
+    return {"query": PAGE, "variables": json.dumps({"pid": product_id})}
+
+
+async def test_large_answers_are_gzipped_with_an_etag_of_their_own(
+    api: Api, table: TableRef, product_id: str
+) -> None:
+    params = await seed_page(table, product_id)
+    plain = await get(api, params)
+    assert_public(plain)
+    assert "content-encoding" not in plain.headers
+    assert len(plain.content) > Settings().gzip_min_bytes
+    zipped, raw = await get_raw(api, params, **{"accept-encoding": "gzip"})
+    assert zipped.status_code == 200
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert gzip.decompress(raw) == plain.content
+    assert len(raw) < len(plain.content) / 2
+    assert "accept-encoding" in vary(zipped)
+    assert "accept-encoding" in vary(plain)  # a cache must not give this one to gzip clients
+    assert zipped.headers["cache-control"] == PUBLIC
+    # Strong: the tag names the compressed bytes, not the identity ones.
+    assert zipped.headers["etag"] == strong_etag(raw)
+    assert zipped.headers["etag"] != plain.headers["etag"]
+    # The same answer compresses to the same bytes: the tag holds from one request to the next.
+    again, _ = await get_raw(
+        api, params, **{"accept-encoding": "gzip", "if-none-match": zipped.headers["etag"]}
+    )
+    assert again.status_code == 304
+    assert again.headers["etag"] == zipped.headers["etag"]
+    assert "content-encoding" not in again.headers
+    assert "accept-encoding" in vary(again)
+    # The identity tag is another representation's: the gzip client gets the whole answer.
+    other, _ = await get_raw(
+        api, params, **{"accept-encoding": "gzip", "if-none-match": plain.headers["etag"]}
+    )
+    assert other.status_code == 200
+    assert other.headers["etag"] == zipped.headers["etag"]
+
+
+async def test_small_answers_are_not_compressed(api: Api) -> None:
+    response, raw = await get_raw(api, TYPENAME, **{"accept-encoding": "gzip"})
+    assert "content-encoding" not in response.headers
+    assert "accept-encoding" not in vary(response)
+    assert response.headers["etag"] == strong_etag(raw)
+
+
+async def test_post_answers_are_compressed_too(api: Api, table: TableRef, product_id: str) -> None:
+    params = await seed_page(table, product_id)
+    response = await api.http.post(
+        "/graphql",
+        json={"query": params["query"], "variables": json.loads(params["variables"])},
+        headers={"accept-encoding": "gzip"},
+    )
+    assert response.headers["content-encoding"] == "gzip"
+    assert_not_stored(response)
+
+
+async def test_gzip_min_bytes_zero_turns_compression_off(table: TableRef, product_id: str) -> None:
+    params = await seed_page(table, product_id)
+    async with running_api(table.client, table.name, gzip_min_bytes=0) as plain:
+        response, raw = await get_raw(plain, params, **{"accept-encoding": "gzip"})
+        assert "content-encoding" not in response.headers
+        assert len(raw) > 1024
+        assert response.headers["etag"] == strong_etag(raw)
