@@ -12,7 +12,6 @@ from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from graphql import GraphQLError, OperationDefinitionNode, parse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -32,6 +31,7 @@ from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from server.guards import (
     BodyLimit,
+    Cors,
     HeaderLimit,
     RequestId,
     SecurityHeaders,
@@ -321,7 +321,7 @@ def create_app(
     if settings.cors_origins:
         middleware.append(
             Middleware(
-                CORSMiddleware,
+                Cors,
                 allow_origins=settings.cors_origins,
                 allow_methods=["GET", "POST", "OPTIONS"],
                 allow_headers=settings.cors_allow_headers,
