@@ -1,6 +1,6 @@
 """HTTP guards in front of the GraphQL view: a request id on every response, limits on the
 header fields and the body (size, and time to arrive), security headers, and GraphQL-shaped
-errors for requests refused before GraphQL could read them.
+errors for requests refused before GraphQL could read them (CORS preflights included).
 
 Pure ASGI middleware (no response buffering), so streaming passes through untouched. The
 limits that must hold before a request reaches the app at all (the head's size and time to
@@ -16,11 +16,14 @@ import re
 import uuid
 
 import orjson
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-# Sent on every response: no MIME sniffing, no referrer leaks, never cached by proxies
-# (responses depend on the caller's token).
+# Sent on every response: no MIME sniffing, no referrer leaks, and never kept by caches
+# unless the response says otherwise (the view makes anonymous GET queries public, see
+# server.http_cache).
 COMMON_HEADERS = {
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
@@ -83,6 +86,46 @@ async def send_error(send: Send, status: int, message: str, *, close: bool = Fal
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+class Cors(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight shaped as every other refusal (Starlette's
+    is plain text): a GraphQL-shaped JSON body with a code, naming what was refused. Browsers
+    do not show it to the page, but developers read it in the network panel."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        refused = []
+        if not self.is_allowed_origin(origin=request_headers["origin"]):
+            refused.append("the origin is not allowed")
+        method = request_headers["access-control-request-method"]
+        if method not in self.allow_methods:
+            refused.append(f"method {method[:32]} is not allowed")
+        requested = request_headers.get("access-control-request-headers") or ""
+        if not self.allow_all_headers:
+            names = [h.strip().lower() for h in requested.split(",") if h.strip()]
+            unknown = [name for name in names if name not in self.allow_headers]
+            if unknown:
+                listed = ", ".join(unknown)[:200]
+                refused.append(
+                    f"header {listed} is not allowed"
+                    if len(unknown) == 1
+                    else f"headers {listed} are not allowed"
+                )
+        if not refused:  # what Starlette refuses beyond these (private network access)
+            what = bytes(response.body).decode().removeprefix("Disallowed CORS ")
+            refused.append(f"{what} is not allowed")
+        message = f"The CORS preflight was refused: {'; '.join(refused)}."
+        headers = {
+            name: value
+            for name, value in response.headers.items()
+            if name not in ("content-type", "content-length")
+        }
+        return Response(
+            error_body(message), status_code=400, headers=headers, media_type="application/json"
+        )
 
 
 class SecurityHeaders:

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from resolvers.auth import DEFAULT_MAX_LIFETIME
 from schema import SchemaOptions
 from server.demo import DEMO_PRODUCTS
+from server.http_cache import CachePolicy
 from storage.client import ClientSettings
 from storage.planner import DEFAULT_TUNING
 from storage.writes import DEFAULT_LIMITS, WriteLimits
@@ -149,6 +150,16 @@ class Settings(StorageSettings, TokenSettings):
     # no limit, in WriteLimits.)
     comments_per_product: int = Field(default=DEFAULT_LIMITS.per_product or 0, ge=0)
     comments_per_hour: int = Field(default=DEFAULT_LIMITS.per_hour or 0, ge=0)
+    # Anonymous queries over GET without errors may be kept by browsers and shared caches
+    # (CDN, proxy) this many seconds, and served stale for this many more while one request
+    # revalidates them (with the ETag: a 304 when nothing changed). Short, so that a new
+    # comment shows within a minute or so. CACHE_MAX_AGE=0: nothing is kept (no-store).
+    cache_max_age: int = Field(default=30, ge=0)
+    cache_stale_while_revalidate: int = Field(default=60, ge=0)
+    # Answers of at least this many bytes are sent gzip-compressed to clients that accept it;
+    # smaller ones gain little (a few hundred bytes fit one packet either way). 0: nothing
+    # is compressed (for a proxy in front that compresses).
+    gzip_min_bytes: int = Field(default=1024, ge=0)
     # Automatic persisted queries (Apollo's protocol), and the bytes their store may hold.
     apq: bool = True
     apq_max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
@@ -216,6 +227,10 @@ class Settings(StorageSettings, TokenSettings):
     @property
     def suggestions_on(self) -> bool:
         return not self.production if self.field_suggestions is None else self.field_suggestions
+
+    @property
+    def cache_policy(self) -> CachePolicy:
+        return CachePolicy(self.cache_max_age, self.cache_stale_while_revalidate)
 
     @property
     def write_limits(self) -> WriteLimits:

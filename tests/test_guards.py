@@ -135,6 +135,29 @@ async def test_a_preflight_for_other_headers_is_refused_with_a_request_id(prod: 
     )
     assert response.status_code == 400
     assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+    # Shaped as every other refusal: JSON with a code, naming what was refused.
+    assert response.headers["content-type"] == "application/json"
+    error = response.json()["errors"][0]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT"}
+    assert "x-unknown" in error["message"]
+    assert "content-type" not in error["message"]
+
+
+async def test_a_preflight_from_another_origin_is_refused_in_json(prod: Api) -> None:
+    response = await prod.http.options(
+        "/graphql",
+        headers={"origin": "https://evil.example", "access-control-request-method": "PUT"},
+    )
+    assert response.status_code == 400
+    assert "access-control-allow-origin" not in response.headers
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+    assert response.headers["cache-control"] == "no-store"
+    body = response.json()
+    assert body["data"] is None
+    message = body["errors"][0]["message"]
+    assert "origin" in message
+    assert "method PUT" in message
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
 
 
 async def test_allowed_headers_and_max_age_are_settings(table: TableRef) -> None:
