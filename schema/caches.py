@@ -110,13 +110,17 @@ def document_charge(text: str, document: DocumentNode) -> int:
     return ENTRY_BYTES + TOKEN_BYTES * count_tokens(document) + CHAR_BYTES * len(text)
 
 
+# Documents up to this length are cached once parsed; longer ones are parsed each time.
+MAX_CACHED_DOCUMENT_CHARS = 16 * 1024
+
+
 @dataclass
 class DocumentCaches:
     """The parser and validation caches of one schema, and the extensions that use them."""
 
     max_bytes: int = 32 * 1024 * 1024
     max_validated_bytes: int = 1024 * 1024
-    max_document_chars: int = 16 * 1024
+    max_document_chars: int = MAX_CACHED_DOCUMENT_CHARS
 
     def __post_init__(self) -> None:
         self.documents: BoundedCache[tuple[bytes, int | None], DocumentNode] = BoundedCache(

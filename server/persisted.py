@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 import orjson
 from strawberry.http import GraphQLRequestData
 
-from schema.caches import BoundedCache
+from schema.caches import MAX_CACHED_DOCUMENT_CHARS, BoundedCache
 from server.transport import Refused
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -77,6 +78,11 @@ class PersistedQueries:
 
     max_bytes: int
     trusted: Mapping[str, str] | None = None
+    # Documents longer than this are run but not stored: a stored document is parsed again
+    # on every GET by its hash unless the parse cache holds it, and the parse cache keeps
+    # only documents up to this size (schema.caches), so a stored 1 MB document would let a
+    # 170-byte GET cost a 1 MB parse, over and over.
+    max_document_chars: int = MAX_CACHED_DOCUMENT_CHARS
     store: BoundedCache[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -101,10 +107,14 @@ class PersistedQueries:
             return None
         if sha256_hex(data.query) != requested:
             raise Refused(400, "The persisted query's sha256Hash is not the hash of the query.")
+        if len(data.query) > self.max_document_chars:
+            return None  # run, never stored: its hash stays unknown
         return None if self.store.get(requested) is not None else requested
 
     def register(self, sha256_hash: str, document: str) -> None:
-        self.store.put(sha256_hash, document, ENTRY_BYTES + 2 * len(document.encode()))
+        # What the str really holds in memory (1, 2 or 4 bytes a character), twice over for
+        # the key and the store's bookkeeping.
+        self.store.put(sha256_hash, document, ENTRY_BYTES + 2 * sys.getsizeof(document))
 
     def _trusted(self, data: GraphQLRequestData, requested: str | None) -> None:
         assert self.trusted is not None

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from strawberry.http import GraphQLRequestData
 
+from schema.caches import MAX_CACHED_DOCUMENT_CHARS
 from server.persisted import PersistedQueries, load_manifest
 from server.transport import GRAPHQL_RESPONSE_JSON, Refused
 from storage.table import TableRef
@@ -188,3 +189,30 @@ def test_a_manifest_whose_hashes_do_not_match_is_refused(tmp_path: Path) -> None
 
 def test_refused_carries_its_code() -> None:
     assert Refused(403, "no", code="FORBIDDEN").code == "FORBIDDEN"
+
+
+async def test_a_document_too_long_to_cache_runs_but_is_never_stored(api: Api) -> None:
+    # Stored, a 1 MB document (a comment pads it) would make each 170-byte GET by its hash
+    # cost a 1 MB parse: the parse cache keeps documents up to 16 KiB only.
+    padded = QUERY + "\n#" + "a" * (MAX_CACHED_DOCUMENT_CHARS + 1)
+    ran = await api.http.post(
+        "/graphql", json={"query": padded, "extensions": persisted(padded)}, headers=GRJ
+    )
+    assert ran.json()["data"] == {"__typename": "Query"}
+    assert error_of(await get_hashed(api, padded, GRJ))["message"] == "PersistedQueryNotFound"
+    # One just within the limit is stored as any other.
+    fits = QUERY + "\n#" + "a" * (MAX_CACHED_DOCUMENT_CHARS - len(QUERY) - 2)
+    await api.http.post(
+        "/graphql", json={"query": fits, "extensions": persisted(fits)}, headers=GRJ
+    )
+    assert (await get_hashed(api, fits, GRJ)).json()["data"] == {"__typename": "Query"}
+
+
+def test_the_store_charges_what_a_document_really_holds() -> None:
+    store = PersistedQueries(max_bytes=128 * 1024)
+    ascii_only, astral = "{ a }" + "a" * 8000, "{ a }" + "a" * 7999 + "\U0001f600"
+    store.register("1" * 64, ascii_only)
+    store.register("2" * 64, astral)  # one emoji makes Python keep 4 bytes a character
+    assert store.store.get("1" * 64) == ascii_only
+    assert store.store.get("2" * 64) == astral
+    assert store.store.bytes > 2 * 4 * 8000  # charged the 32 kB the second one holds
