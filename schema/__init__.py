@@ -21,7 +21,7 @@ from schema.comments.types import Comment
 from schema.cost import MAX_NODES, cost_limit
 from schema.errors import StorageReport, with_codes
 from schema.garbage import LargeRequestCollector
-from schema.limits import ListLimit, alias_limit, depth_limit, size_limit
+from schema.limits import ListLimit, OneMutation, alias_limit, depth_limit, size_limit
 from schema.mutation import Mutation
 from schema.products.types import Product
 from schema.query import Query
@@ -65,6 +65,7 @@ def build_schema(
         size_limit(options.max_fields),
         alias_limit(options.max_aliases),
         ListLimit,
+        OneMutation,
     ]
     extensions: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
         StorageReport,

@@ -27,9 +27,11 @@ from graphql import (
     InlineFragmentNode,
     ListValueNode,
     OperationDefinitionNode,
+    OperationType,
     SelectionSetNode,
     ValidationContext,
 )
+from graphql.validation.validation_context import ASTValidationContext
 
 from storage import keys
 from storage.reads import BATCH_GET_MAX
@@ -172,6 +174,44 @@ def alias_limit(max_aliases: int) -> type[ASTValidationRule]:
                 )
 
     return AliasLimit
+
+
+class OneMutation(ASTValidationRule):
+    """A mutation operation runs one mutation field. The contract's payloads are non-null,
+    so a second write that fails (rate limited, a conflict, storage) would null the whole
+    response and hide that the first one was written; one write per request keeps every
+    answer true. ``__typename`` does not count."""
+
+    def enter_operation_definition(self, node: OperationDefinitionNode, *_: Any) -> None:
+        if node.operation != OperationType.MUTATION:
+            return
+        writes = _root_fields(self.context, node.selection_set, set())
+        if writes > 1:
+            self.context.report_error(
+                GraphQLError(
+                    f"A request may run one mutation; this one asks for {writes}. Send them "
+                    "as separate requests.",
+                    node,
+                    extensions={"code": "BAD_USER_INPUT"},
+                )
+            )
+
+
+def _root_fields(
+    context: ASTValidationContext, selections: SelectionSetNode, seen: set[str]
+) -> int:
+    count = 0
+    for selection in selections.selections:
+        if isinstance(selection, FieldNode):
+            count += selection.name.value != "__typename"
+        elif isinstance(selection, InlineFragmentNode):
+            count += _root_fields(context, selection.selection_set, seen)
+        elif isinstance(selection, FragmentSpreadNode) and selection.name.value not in seen:
+            seen.add(selection.name.value)  # a cycle is reported by graphql's own rules
+            fragment = context.get_fragment(selection.name.value)
+            if fragment is not None:
+                count += _root_fields(context, fragment.selection_set, seen)
+    return count
 
 
 def list_too_long(what: str, length: int, cap: int) -> GraphQLError:

@@ -786,3 +786,35 @@ async def test_an_invalid_id_in_nodes_nulls_its_own_entry_only(
     assert (error["path"], error["extensions"]["code"]) == (["nodes", 1], "BAD_USER_INPUT")
     assert body["data"]["nodes"] == [{"id": product_gid}, None, {"id": comment_gid}]
     assert body["data"]["product"] == {"productId": "ok-1"}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "mutation($a: CreateCommentInput!, $b: CreateCommentInput!) {"
+        " a: createComment(input: $a) { created } b: createComment(input: $b) { created } }",
+        "mutation($a: CreateCommentInput!, $b: CreateCommentInput!) {"
+        " a: createComment(input: $a) { created } ... on Mutation {"
+        " b: createComment(input: $b) { created } } }",
+        "mutation($a: CreateCommentInput!, $b: CreateCommentInput!) {"
+        " ...One b: createComment(input: $b) { created } }"
+        " fragment One on Mutation { a: createComment(input: $a) { created } }",
+    ],
+    ids=["aliases", "inline fragment", "named fragment"],
+)
+async def test_one_mutation_per_request_so_no_write_hides_behind_a_failed_one(
+    api: Api, table: TableRef, product_id: str, document: str
+) -> None:
+    variables = {"a": _input(product_id), "b": _input(f"{product_id}-b")}
+    body = await api.gql(document, variables, token())
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "one mutation" in body["errors"][0]["message"]
+    assert body.get("data") is None
+    assert (await get_counts(table, product_id, None)).total == 0
+    # One mutation (with __typename beside it) runs as always.
+    one = await api.data(
+        "mutation($a: CreateCommentInput!) { __typename a: createComment(input: $a) { created } }",
+        {"a": _input(product_id)},
+        token(),
+    )
+    assert one["a"]["created"] is True
