@@ -57,6 +57,9 @@ from storage.types import DynamoClient
 
 log = logging.getLogger("comments.server")
 
+# Host names a browser on this machine uses for a server on loopback.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
 # zlib's default: on a page of 20 comments (10 KB) level 9 saves 1 % more, level 1 is 6 %
 # larger; all take about 0.1 ms.
 GZIP_LEVEL = 6
@@ -207,7 +210,10 @@ class GraphQLApp(GraphQL[Context, None]):
         # Our own page (server.graphiql), not Strawberry's, which loads GraphiQL from a CDN.
         if self.ide is None:  # Strawberry asks only when the IDE is on
             raise HTTPException(404, "Not Found")
-        token = runtime_of(request.app).dev_token if self.ide_token else None
+        # Only to a page asked for by a loopback name: a page under another Host may be a
+        # DNS-rebinding attacker's, reaching this loopback server from a victim's browser.
+        loopback = request.url.hostname in LOOPBACK_HOSTS
+        token = runtime_of(request.app).dev_token if self.ide_token and loopback else None
         return self.ide.render(request.url.path, token)
 
     def parse_json(self, data: str | bytes) -> Any:

@@ -158,7 +158,7 @@ async def test_no_dev_token_without_one_printed(api: Api) -> None:
 
 
 async def test_development_opens_on_a_product_page_with_the_dev_token(dev: Api) -> None:
-    page = await dev.http.get("/graphql", headers={"accept": "text/html"})
+    page = await dev.http.get("http://127.0.0.1:8000/graphql", headers={"accept": "text/html"})
     config = config_of(page.text)
     assert config["url"] == "/graphql"
     for part in ("product(", "stats", "comments(first:", "pageInfo", "hasNextPage", "endCursor"):
@@ -174,6 +174,22 @@ async def test_development_opens_on_a_product_page_with_the_dev_token(dev: Api) 
     assert "errors" not in body, body
     assert body["data"]["deleteComment"]["userErrors"] == [{"code": "NOT_FOUND"}]
     assert page.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "10.0.0.7"])
+async def test_a_page_asked_for_under_another_host_name_gets_no_token(dev: Api, host: str) -> None:
+    # A DNS-rebinding page reaches this loopback server under its own name: no token.
+    page = await dev.http.get(
+        "http://127.0.0.1:8000/graphql", headers={"accept": "text/html", "host": host}
+    )
+    assert page.status_code == 200
+    assert "headers" not in config_of(page.text)
+    assert "Bearer" not in page.text
+    for name in ("localhost:8000", "[::1]:8000"):
+        trusted = await dev.http.get(
+            "http://127.0.0.1:8000/graphql", headers={"accept": "text/html", "host": name}
+        )
+        assert "Bearer" in trusted.text, name
 
 
 async def test_production_never_puts_a_token_in_the_page(table: TableRef) -> None:
