@@ -57,6 +57,17 @@ from storage.types import DynamoClient
 
 log = logging.getLogger("comments.server")
 
+
+def _media_type_in_lower_case(header: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+    """A Content-Type header with its media type in lower case: media types are
+    case-insensitive (RFC 9110, 8.3.1), Strawberry compares them as written."""
+    name, value = header
+    if name != b"content-type":
+        return header
+    media_type, separator, parameters = value.partition(b";")
+    return name, media_type.strip().lower() + separator + parameters
+
+
 # Host names a browser on this machine uses for a server on loopback.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -103,6 +114,7 @@ class GraphQLApp(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        scope["headers"] = [_media_type_in_lower_case(h) for h in scope["headers"]]
         request = Request(scope, receive)
         media_type = negotiate(request.headers.get("accept")) or JSON
         try:
@@ -157,9 +169,12 @@ class GraphQLApp(GraphQL[Context, None]):
                 f"The Accept header allows neither {GRAPHQL_RESPONSE_JSON} nor {JSON}.",
             )
         if request.method == "POST":
-            media_type, _ = parse_content_type(request.content_type or "")
-            if media_type != JSON:
-                raise Refused(415, f"The request body must be {JSON}.")
+            media_type, parameters = parse_content_type(request.content_type or "")
+            # Media types are case-insensitive (RFC 9110, 8.3.1); the body is read as
+            # UTF-8, so another declared charset is refused rather than misread.
+            charset = {k.lower(): v for k, v in parameters.items()}.get("charset", "utf-8").lower()
+            if media_type.lower() != JSON or charset not in ("utf-8", "utf8"):
+                raise Refused(415, f"The request body must be {JSON} in UTF-8.")
         data = await super().parse_http_body(request)
         if isinstance(data, list):  # batching is off: Strawberry refuses batches
             raise Refused(400, "Batches are not accepted.")

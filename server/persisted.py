@@ -144,7 +144,8 @@ def _requested_hash(extensions: Mapping[str, Any] | None) -> str | None:
     persisted = extensions["persistedQuery"]
     if not isinstance(persisted, dict):
         raise Refused(400, "extensions.persistedQuery must be an object.")
-    if persisted.get("version") != 1:
+    version = persisted.get("version")
+    if isinstance(version, bool) or version != 1 or not isinstance(version, int):
         raise Refused(400, "Unsupported persisted query version: only version 1 is.")
     requested = persisted.get("sha256Hash")
     if not isinstance(requested, str) or not _SHA256.fullmatch(requested):

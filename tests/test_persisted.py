@@ -83,11 +83,13 @@ async def test_a_hash_that_does_not_match_its_document_is_refused(api: Api) -> N
     "extensions",
     [
         {"persistedQuery": {"version": 2, "sha256Hash": sha(QUERY)}},
+        {"persistedQuery": {"version": True, "sha256Hash": sha(QUERY)}},
+        {"persistedQuery": {"version": 1.0, "sha256Hash": sha(QUERY)}},
         {"persistedQuery": {"version": 1, "sha256Hash": "abc"}},
         {"persistedQuery": {"version": 1, "sha256Hash": sha(QUERY).upper()}},
         {"persistedQuery": "yes"},
     ],
-    ids=["version-2", "short-hash", "upper-case", "not-an-object"],
+    ids=["version-2", "version-true", "version-1.0", "short-hash", "upper-case", "not-an-object"],
 )
 async def test_malformed_persisted_queries_are_400(api: Api, extensions: dict[str, Any]) -> None:
     response = await api.http.post("/graphql", json={"extensions": extensions}, headers=GRJ)

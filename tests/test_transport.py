@@ -214,7 +214,10 @@ async def test_an_empty_operation_name_is_none(api: Api) -> None:
     assert response.json()["data"] == {"__typename": "Query"}
 
 
-@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "application/x-www-form-urlencoded", "application/json; charset=utf-16"],
+)
 async def test_post_bodies_other_than_json_are_415(api: Api, content_type: str | None) -> None:
     request = api.http.build_request("POST", "/graphql", content=b'{"query": "{ __typename }"}')
     if content_type is not None:
@@ -222,6 +225,18 @@ async def test_post_bodies_other_than_json_are_415(api: Api, content_type: str |
     response = await api.http.send(request)
     assert response.status_code == 415
     assert code_of(response) == "BAD_USER_INPUT"
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["APPLICATION/JSON", "Application/Json; Charset=UTF-8", "application/json;charset=utf8"],
+)
+async def test_media_types_are_case_insensitive(api: Api, content_type: str) -> None:
+    request = api.http.build_request("POST", "/graphql", content=b'{"query": "{ __typename }"}')
+    request.headers["content-type"] = content_type
+    response = await api.http.send(request)
+    assert response.status_code == 200, response.text
+    assert response.json()["data"] == {"__typename": "Query"}
 
 
 @pytest.mark.parametrize(
