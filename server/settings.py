@@ -34,7 +34,21 @@ CORS_ALLOW_HEADERS = (
     "apollographql-client-name",
     "apollographql-client-version",
     "apollo-require-preflight",
+    "x-apollo-operation-name",  # Apollo's mobile clients, and Apollo Router's CSRF check
     "x-request-id",
+    # Tracing a frontend's RUM agents add by default beside traceparent: Datadog, Zipkin's
+    # B3 (single and multi header), New Relic.
+    "x-datadog-trace-id",
+    "x-datadog-parent-id",
+    "x-datadog-origin",
+    "x-datadog-sampling-priority",
+    "b3",
+    "x-b3-traceid",
+    "x-b3-spanid",
+    "x-b3-parentspanid",
+    "x-b3-sampled",
+    "x-b3-flags",
+    "newrelic",
 )
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")
 

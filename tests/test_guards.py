@@ -93,12 +93,14 @@ async def test_cors_only_for_configured_origins(prod: Api) -> None:
     assert "access-control-allow-origin" not in simple.headers
 
 
-# What browsers send through real clients: tracing (W3C, Sentry), Apollo Client's headers,
-# a request id of the caller's own.
+# What browsers send through real clients: tracing (W3C, Sentry, Datadog, B3, New Relic),
+# Apollo's headers, a request id of the caller's own.
 CLIENT_HEADERS = (
     "content-type, authorization, traceparent, tracestate, baggage, sentry-trace, "
     "apollographql-client-name, apollographql-client-version, apollo-require-preflight, "
-    "x-request-id"
+    "x-apollo-operation-name, x-request-id, x-datadog-trace-id, x-datadog-parent-id, "
+    "x-datadog-origin, x-datadog-sampling-priority, b3, x-b3-traceid, x-b3-spanid, "
+    "x-b3-parentspanid, x-b3-sampled, x-b3-flags, newrelic"
 )
 
 
