@@ -4,15 +4,16 @@
     ├── BadUserInput           BAD_USER_INPUT
     ├── Unauthenticated        UNAUTHENTICATED
     ├── Forbidden              FORBIDDEN
-    ├── NotFound               NOT_FOUND
     ├── Conflict               CONFLICT (retryable)
-    ├── LimitReached           LIMIT_REACHED (a per-author limit of the product)
     ├── RateLimited            RATE_LIMITED (retryable; extensions.retryAfter in seconds)
     ├── QueryTooComplex        QUERY_TOO_COMPLEX
     └── Unavailable            STORAGE_UNAVAILABLE (retryable)
 
 Storage errors are mapped by ``from_storage``; their messages were written for clients
 (no engine details), so they pass through. Anything else is masked by the schema layer.
+Problems with a mutation's input (a missing comment, another author's, a reused
+idempotency key, a per-product limit) are not errors here: mutations report them in their
+payloads (``resolvers.problems``).
 """
 
 from __future__ import annotations
@@ -53,23 +54,11 @@ class Forbidden(ApiError):
     code = "FORBIDDEN"
 
 
-class NotFound(ApiError):
-    """The object named does not exist (or no longer does)."""
-
-    code = "NOT_FOUND"
-
-
 class Conflict(ApiError):
     """Concurrent writes or an idempotency key used for another request; retry or use a new key."""
 
     code = "CONFLICT"
     retryable = True
-
-
-class LimitReached(ApiError):
-    """A per-author limit on the product is reached; retrying will not help."""
-
-    code = "LIMIT_REACHED"
 
 
 class RateLimited(ApiError):
@@ -106,9 +95,7 @@ CODES = frozenset(
         BadUserInput,
         Unauthenticated,
         Forbidden,
-        NotFound,
         Conflict,
-        LimitReached,
         RateLimited,
         QueryTooComplex,
         Unavailable,
@@ -120,16 +107,8 @@ def from_storage(exc: BaseException) -> ApiError | None:
     """The client-facing error for a storage error (or a storage timeout); None otherwise."""
     if isinstance(exc, storage_errors.InvalidInput):
         return BadUserInput(str(exc))
-    if isinstance(exc, storage_errors.CommentNotFound):
-        return NotFound("the comment does not exist")
-    if isinstance(exc, storage_errors.NotAuthor):
-        return Forbidden("only the author or a moderator may delete this comment")
-    if isinstance(exc, storage_errors.IdempotencyKeyReused):
-        return Conflict(str(exc))
     if isinstance(exc, storage_errors.WriteRateLimited):
         return RateLimited(str(exc), exc.retry_after)
-    if isinstance(exc, storage_errors.CommentsPerProductLimit):
-        return LimitReached(str(exc))
     if isinstance(exc, storage_errors.WriteConflict):
         return Conflict("the write met too much contention; retry")
     if isinstance(exc, storage_errors.StorageUnavailable | TimeoutError):

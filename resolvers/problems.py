@@ -59,9 +59,25 @@ _CODES: tuple[tuple[type[storage_errors.StorageError], ProblemCode], ...] = (
 )
 
 
+# Words for clients where storage's own message is written for logs (it names the id).
+_MESSAGES: tuple[tuple[type[storage_errors.StorageError], str], ...] = (
+    (storage_errors.CommentNotFound, "the comment does not exist"),
+    (storage_errors.NotAuthor, "only the author or a moderator may delete this comment"),
+)
+
+
 def code_of(exc: storage_errors.StorageError) -> ProblemCode | None:
     """The problem code of a storage error that is the caller's to fix; None for others."""
     return next((code for kind, code in _CODES if isinstance(exc, kind)), None)
+
+
+def refused(exc: storage_errors.StorageError, field: tuple[str, ...] | None) -> Problems:
+    """The Problems a storage refusal that is the caller's to fix stands for."""
+    code = code_of(exc)
+    if code is None:
+        raise ValueError(f"{type(exc).__name__} is not a problem of the input") from exc
+    message = next((m for kind, m in _MESSAGES if isinstance(exc, kind)), str(exc))
+    return Problems([Problem(field, message, code)])
 
 
 class Checks:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from resolvers.auth import Viewer, authenticate
 from resolvers.context import Context
-from resolvers.problems import Checks, Problem, ProblemCode, Problems
+from resolvers.problems import Checks, refused
 from storage import keys
 from storage.errors import CommentNotFound, CommentsPerProductLimit, IdempotencyKeyReused, NotAuthor
 from storage.model import Comment, NewComment, check_idempotency_key, clean_body, clean_title
@@ -57,11 +57,9 @@ async def create_comment(
     try:
         result = await ctx.storage(store_comment(ctx.table, new, write_limits=ctx.write_limits))
     except IdempotencyKeyReused as exc:
-        raise Problems(
-            [Problem((*field, "idempotencyKey"), str(exc), ProblemCode.IDEMPOTENCY_KEY_REUSED)]
-        ) from exc
+        raise refused(exc, (*field, "idempotencyKey")) from exc
     except CommentsPerProductLimit as exc:
-        raise Problems([Problem(None, str(exc), ProblemCode.LIMIT_REACHED)]) from exc
+        raise refused(exc, None) from exc  # a rule of the product, no one field
     ctx.loaders.forget_writes(result.comment.comment_id)
     return result
 
@@ -78,18 +76,8 @@ async def delete_comment(ctx: Context, comment_id: str) -> Comment:
     try:
         deleted = await ctx.storage(remove_comment(ctx.table, comment_id, author_id=author))
     except CommentNotFound as exc:
-        raise Problems(
-            [Problem(field, "the comment does not exist", ProblemCode.NOT_FOUND)]
-        ) from exc
+        raise refused(exc, field) from exc
     except NotAuthor as exc:
-        raise Problems(
-            [
-                Problem(
-                    None,
-                    "only the author or a moderator may delete this comment",
-                    ProblemCode.FORBIDDEN,
-                )
-            ]
-        ) from exc
+        raise refused(exc, None) from exc
     ctx.loaders.forget_writes(comment_id)
     return deleted
