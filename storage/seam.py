@@ -29,9 +29,10 @@ from storage.errors import (
 from storage.types import DynamoClient, Response
 from storage.wrapping import ClientWrapper
 
-# What an engine call can fail with below the seam: the service's answers, botocore's own
-# failures (endpoint, credentials, retries exhausted), the network, timeouts.
-ENGINE_ERRORS = (ClientError, BotoCoreError, OSError, TimeoutError)
+# What an engine call can fail with below the seam, besides the service's own answers
+# (ClientError): botocore's failures (endpoint, credentials, retries exhausted), the
+# network, timeouts.
+_UNREACHABLE = (BotoCoreError, OSError, TimeoutError)
 
 # The service asking us to slow down. botocore's standard mode already retried these on
 # the single call; reaching us means they persisted. TransactionInProgressException means
@@ -65,7 +66,7 @@ def engine_errors(operation: str) -> Iterator[None]:
         raise  # already ours (a wrapper above the engine raised it)
     except ClientError as exc:
         raise _translate(operation, exc) from exc
-    except (BotoCoreError, OSError, TimeoutError) as exc:
+    except _UNREACHABLE as exc:
         raise StorageUnavailable(f"{operation} failed: the engine could not be reached") from exc
 
 
