@@ -13,6 +13,9 @@ from resolvers.errors import Unauthenticated
 
 ALGORITHM = "HS256"
 MODERATOR = "moderator"
+MERCHANT = "merchant"
+# A token lists at most this many purchased products; more is refused, not truncated.
+PURCHASES_MAX = 1_000
 DEFAULT_MAX_LIFETIME = 7 * 24 * 3600
 
 
@@ -35,10 +38,20 @@ class Viewer:
     author_id: str
     name: str | None  # display name from the token, None when it has none
     roles: frozenset[str]
+    # Products the token says this viewer bought (its ``purchases`` claim).
+    purchases: frozenset[str] = frozenset()
 
     @property
     def is_moderator(self) -> bool:
         return MODERATOR in self.roles
+
+    @property
+    def is_merchant(self) -> bool:
+        return MERCHANT in self.roles
+
+    def bought(self, product_id: str) -> bool:
+        """Whether a comment of this viewer on the product is a verified purchase."""
+        return product_id in self.purchases
 
 
 def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
@@ -84,7 +97,16 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
         raise Unauthenticated("the token's name claim must be a short string")
     if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
         raise Unauthenticated("the token's roles claim must be a list of strings")
-    return Viewer(sub, name, frozenset(roles))
+    purchases = claims.get("purchases", [])
+    if (
+        not isinstance(purchases, list)
+        or len(purchases) > PURCHASES_MAX
+        or not all(isinstance(p, str) for p in purchases)
+    ):
+        raise Unauthenticated(
+            f"the token's purchases claim must be a list of at most {PURCHASES_MAX} product ids"
+        )
+    return Viewer(sub, name, frozenset(roles), frozenset(purchases))
 
 
 def _check_times(claims: dict[str, Any], max_lifetime: int | None, now: float) -> None:
@@ -120,6 +142,7 @@ def mint(
     *,
     name: str | None = None,
     roles: list[str] | None = None,
+    purchases: list[str] | None = None,
     ttl_seconds: int = 24 * 3600,
     issuer: str | None = None,
     audience: str | None = None,
@@ -135,4 +158,6 @@ def mint(
         claims["name"] = name
     if roles:
         claims["roles"] = roles
+    if purchases:
+        claims["purchases"] = purchases
     return jwt.encode(claims, secret, algorithm=ALGORITHM)

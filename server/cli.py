@@ -34,7 +34,8 @@ from storage.cursor import encode_cursor
 from storage.errors import StorageError
 from storage.model import ListingFilter
 from storage.reads import list_comments
-from storage.table import TableRef, create_table
+from storage.migrate import migrate
+from storage.table import TableRef, create_table, ensure_ttl
 from storage.verify import Report, repair, verify
 
 # Options that override a setting: the option's name in argparse -> the settings field.
@@ -107,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("sub", help="author id")
     token.add_argument("--name", help="display name (default: the author id)")
     token.add_argument("--moderator", action="store_true", help="add the moderator role")
+    token.add_argument("--merchant", action="store_true", help="add the merchant role")
+    token.add_argument(
+        "--purchases",
+        help="comma-separated product ids the author bought (their comments are verified)",
+    )
     hours = DEV_TOKEN_LIFETIME / 3600
     token.add_argument("--hours", type=float, default=hours, help=f"lifetime (default {hours:g})")
     token.add_argument("--secret", help="default: $JWT_SECRET")
@@ -128,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     create = sub.add_parser("create-table", help="create the table and indexes (idempotent)")
     _add_connection(create)
 
+    migrate = sub.add_parser(
+        "migrate-table", help="add the indexes a table made by an earlier version lacks"
+    )
+    _add_connection(migrate)
+
     check = sub.add_parser("verify-stats", help="recount counters and leaderboard from comments")
     _add_connection(check)
     check.add_argument("--repair", action="store_true", help="rewrite items that drifted")
@@ -137,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("product_id")
     explain.add_argument("--language")
     explain.add_argument("--ratings", help="comma-separated ratings, e.g. 1,2")
+    explain.add_argument("--verified-only", action="store_true", help="verified purchases only")
     explain.add_argument("--first", type=int)
     explain.add_argument("--after")
     explain.add_argument("--last", type=int)
@@ -161,6 +173,19 @@ def _print_report(report: Report) -> None:
         print("all counters and leaderboard entries are exact")
 
 
+async def _migrate(args: argparse.Namespace) -> int:
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        table = TableRef(client, settings.dynamodb_table)
+        done = await migrate(table, progress=lambda line: print(line, file=sys.stderr))
+        await ensure_ttl(table)
+    if done.added:
+        print(f"added indexes: {', '.join(done.added)}; the table is up to date")
+    else:
+        print("the table already has every index; nothing to do")
+    return 0
+
+
 async def _verify(args: argparse.Namespace) -> int:
     def progress(scanned: int) -> None:
         print(f"\rscanned {scanned} items", end="", file=sys.stderr, flush=True)
@@ -180,7 +205,7 @@ async def _verify(args: argparse.Namespace) -> int:
 
 async def _explain(args: argparse.Namespace) -> int:
     ratings = None if not args.ratings else frozenset(int(r) for r in args.ratings.split(","))
-    listing = ListingFilter(args.product_id, args.language, ratings)
+    listing = ListingFilter(args.product_id, args.language, ratings, args.verified_only)
     page = page_request(args.first, args.after, args.last, args.before)
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
@@ -194,8 +219,8 @@ async def _explain(args: argparse.Namespace) -> int:
     print(f"  {len(result.comments)} returned, {result.items_read} read, more: {result.has_more}")
     for c in result.comments:
         print(f"{c.created_at} {c.rating}* {c.language} {c.comment_id} {c.title or ''}")
-    if result.comments:
-        print(f"endCursor: {encode_cursor(result.comments[-1].sort_key)}")
+    if result.positions:
+        print(f"endCursor: {encode_cursor(result.positions[-1])}")
     return 0
 
 
@@ -239,11 +264,14 @@ def _token(args: argparse.Namespace) -> int:
         print(f"error: the server accepts tokens of at most {cap / 3600:g} h", file=sys.stderr)
         return 2
     roles = ["moderator"] if args.moderator else []
+    roles += ["merchant"] if args.merchant else []
+    purchases = [p for p in (args.purchases or "").split(",") if p]
     token = mint(
         settings.jwt_secret,
         args.sub,
         name=args.name,
         roles=roles,
+        purchases=purchases,
         ttl_seconds=ttl,
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
@@ -313,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return sync[args.command](args)
         handler = {
             "create-table": _create,
+            "migrate-table": _migrate,
             "verify-stats": _verify,
             "explain": _explain,
             "seed": _seed,

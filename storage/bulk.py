@@ -68,7 +68,8 @@ async def load_new_products(
 def _stats_items(comments: Sequence[Comment]) -> list[Item]:
     tallies: dict[stats.StatsScope, list[int]] = {}
     for c in comments:
-        stats.count_in(tallies, c.product_id, c.language, c.rating)
+        if c.published:
+            stats.count_in(tallies, c.product_id, c.language, c.rating, verified=c.verified)
     return [
         stats.whole_item(pid, lang, tallies[(pid, lang)])
         for pid, lang in sorted(tallies, key=lambda k: (k[0], k[1] or ""))

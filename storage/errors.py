@@ -94,6 +94,22 @@ class NotAuthor(StorageError):
     """A delete required a given author and the comment belongs to someone else."""
 
 
+class NotPublished(StorageError):
+    """The action needs a PUBLISHED comment (reports, replies) and this one is not."""
+
+
+class OwnComment(StorageError):
+    """Authors may not do this to their own comment (report it)."""
+
+
+class AlreadyReported(StorageError):
+    """This viewer reported the comment since its last decision: the repeat changes nothing."""
+
+
+class NoReply(StorageError, LookupError):
+    """The comment has no merchant reply to delete."""
+
+
 class IdempotencyKeyReused(StorageError):
     """An idempotency key came back with a request other than the one it was first used for;
     nothing was written."""

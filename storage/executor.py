@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from storage import keys
 from storage import merge as merging
 from storage.errors import StorageUnavailable
-from storage.expressions import Attr, query_request
-from storage.indexes import SORT_KEY
-from storage.items import item_to_comment
+from storage.expressions import Attr, Condition, all_of, query_request
+from storage.items import VERIFIED_ATTR, item_to_comment
 from storage.model import Comment, Direction
 from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit
 from storage.retry import gather_reads
@@ -65,6 +64,9 @@ class Page:
     has_more: bool
     plan: Plan
     executed: tuple[ExecutedQuery, ...]
+    # Each comment's position in the order read (its key in the index's sort key): what a
+    # cursor names.
+    positions: tuple[str, ...] = ()
 
     @property
     def items_read(self) -> int:
@@ -126,11 +128,13 @@ async def execute(table: TableRef, plan: Plan) -> Page:
     else:
         raise StorageUnavailable("storage kept returning empty pages")
     picked = [parts[i].comments[j] for i, j in result.picks]
+    positions = [parts[i].keys[j] for i, j in result.picks]
     has_more = len(picked) > plan.page_size
-    picked = picked[: plan.page_size]
+    picked, positions = picked[: plan.page_size], positions[: plan.page_size]
     if plan.direction is Direction.BACKWARD:
         picked.reverse()
-    return Page(tuple(picked), has_more, plan, tuple(executed))
+        positions.reverse()
+    return Page(tuple(picked), has_more, plan, tuple(executed), tuple(positions))
 
 
 def _top_ups(
@@ -171,7 +175,7 @@ def _known_through(p: _Partition, key: str, descending: bool) -> bool:
 async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
     p, limit = request.part, request.limit
     key = Attr(p.spec.index.partition_attr).eq(p.spec.partition_key)
-    sort = Attr(SORT_KEY)
+    sort = Attr(p.spec.index.sort_attr)
     forward = plan.direction is Direction.FORWARD
     if request.until is not None and p.position is not None:
         # BETWEEN is inclusive: move the end at our position just past it, so the item
@@ -187,7 +191,7 @@ async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
         table.name,
         index=p.spec.index.value,
         key=key,
-        filter=Attr("rating").is_in(plan.filter_ratings) if plan.filter_ratings else None,
+        filter=_filter(plan),
         forward=plan.scan_forward,
         limit=limit,
     )
@@ -195,17 +199,30 @@ async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
     return await table.client.query(**params)
 
 
+def _filter(plan: Plan) -> Condition | None:
+    """The FilterExpression of a filtered scan of a broad index; None for other plans."""
+    if not plan.filters:
+        return None
+    terms = []
+    if plan.filter_ratings:
+        terms.append(Attr("rating").is_in(plan.filter_ratings))
+    if plan.verified_only:
+        terms.append(Attr(VERIFIED_ATTR).eq(True))
+    return all_of(terms)
+
+
 def _absorb(request: _Request, response: Response, round_no: int) -> ExecutedQuery:
     p, limit = request.part, request.limit
     items = response.get("Items", [])
+    sort_attr = p.spec.index.sort_attr
     for item in items:
-        p.keys.append(item[SORT_KEY]["S"])
+        p.keys.append(item[sort_attr]["S"])
         p.comments.append(item_to_comment(item))
     scanned = int(response.get("ScannedCount", len(items)))
     last_key = response.get("LastEvaluatedKey")
     if last_key is not None:
         # Continue after the last item evaluated, which a filter may not have returned.
-        p.position = last_key[SORT_KEY]["S"]
+        p.position = last_key[sort_attr]["S"]
     elif request.until is not None:
         # The range is read to its end: nothing of this partition lies before ``until``.
         p.position = p.bound = request.until

@@ -21,29 +21,81 @@ def validate_table_name(name: str) -> str:
 
 
 class Index(enum.Enum):
-    """The four GSIs; each value is the index name, ``partition_attr`` its partition key."""
+    """The GSIs; each value is the index name, ``partition_attr`` its partition key and
+    ``sort_attr`` its sort key.
+
+    A comment's keys of the six listing indexes exist only while it is PUBLISHED (and those
+    of the two verified ones only for verified purchases), so leaving PUBLISHED removes it
+    from every listing without a filter. ``moderationQueue`` holds PENDING comments only.
+    ``byAuthor`` holds every comment in every status: its partition key is the comment's
+    ``author`` attribute, which every comment has always carried, so the index needs no
+    backfill on an existing table.
+    """
 
     BY_LANG_AND_RATING = "byLangAndRating"
     BY_LANG = "byLang"
     BY_RATING = "byRating"
     ALL = "all"
+    VERIFIED_BY_RATING = "verifiedByRating"
+    VERIFIED_BY_LANG_AND_RATING = "verifiedByLangAndRating"
+    BY_AUTHOR = "byAuthor"
+    MODERATION_QUEUE = "moderationQueue"
 
     @property
     def partition_attr(self) -> str:
         return _PARTITION_ATTRS[self]
 
+    @property
+    def sort_attr(self) -> str:
+        return QUEUE_SORT_KEY if self is Index.MODERATION_QUEUE else SORT_KEY
 
+
+QUEUE_SORT_KEY = "QSK"
 _PARTITION_ATTRS = {
     Index.BY_LANG_AND_RATING: "GSIPK",
     Index.BY_LANG: "GSI2PK",
     Index.BY_RATING: "GSI3PK",
     Index.ALL: "GSI4PK",
+    Index.VERIFIED_BY_RATING: "GSI5PK",
+    Index.VERIFIED_BY_LANG_AND_RATING: "GSI6PK",
+    Index.BY_AUTHOR: "author",
+    Index.MODERATION_QUEUE: "QPK",
 }
+# The indexes of a published comment's listings (their keys are removed when it leaves).
+LISTING_INDEXES = (
+    Index.BY_LANG_AND_RATING,
+    Index.BY_LANG,
+    Index.BY_RATING,
+    Index.ALL,
+    Index.VERIFIED_BY_RATING,
+    Index.VERIFIED_BY_LANG_AND_RATING,
+)
+
+
+def index_definition(index: Index) -> dict[str, Any]:
+    """One GSI as CreateTable and UpdateTable take it."""
+    return {
+        "IndexName": index.value,
+        "KeySchema": [
+            {"AttributeName": index.partition_attr, "KeyType": "HASH"},
+            {"AttributeName": index.sort_attr, "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "ALL"},
+    }
+
+
+def key_attributes(indexes: list[Index] | tuple[Index, ...]) -> list[dict[str, str]]:
+    """AttributeDefinitions for the table's keys and those of ``indexes`` (all strings)."""
+    names = ["PK", "SK"]
+    for index in indexes:
+        for attr in (index.partition_attr, index.sort_attr):
+            if attr not in names:
+                names.append(attr)
+    return [{"AttributeName": a, "AttributeType": "S"} for a in names]
 
 
 def table_definition(name: str) -> dict[str, Any]:
     """The CreateTable request for the model in DESIGN.md (on-demand billing)."""
-    attrs = ["PK", "SK", SORT_KEY, *_PARTITION_ATTRS.values()]
     return {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
@@ -51,18 +103,8 @@ def table_definition(name: str) -> dict[str, Any]:
             {"AttributeName": "PK", "KeyType": "HASH"},
             {"AttributeName": "SK", "KeyType": "RANGE"},
         ],
-        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in attrs],
-        "GlobalSecondaryIndexes": [
-            {
-                "IndexName": index.value,
-                "KeySchema": [
-                    {"AttributeName": index.partition_attr, "KeyType": "HASH"},
-                    {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-            for index in Index
-        ],
+        "AttributeDefinitions": key_attributes(tuple(Index)),
+        "GlobalSecondaryIndexes": [index_definition(index) for index in Index],
     }
 
 

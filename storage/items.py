@@ -5,28 +5,30 @@ The stats items' shape lives in ``storage.stats``."""
 from __future__ import annotations
 
 from storage import keys
-from storage.indexes import SORT_KEY, TTL_ATTR, Index
-from storage.model import Comment
+from storage.indexes import QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
+from storage.model import REPORT_REASONS, Comment, Moderation, Reply, Status
 from storage.types import Item
 
 # Bumped by every write to a comment; writes that move counters condition on it.
 VERSION_ATTR = "version"
 # Present (true) on comments that hold one of their author's per-product slots.
 SLOT_ATTR = "holdsSlot"
+STATUS_ATTR = "status"
+VERIFIED_ATTR = "verified"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
 EXPIRES_ATTR = TTL_ATTR
 
 
 def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = False) -> Item:
-    """The comment item with the four GSI partition keys and the shared sort key."""
+    """The whole comment item: the keys of every index it belongs to in its status (the
+    listing indexes while PUBLISHED, the queue while PENDING), and the shared sort key.
+
+    Every write of a comment puts the whole item, so keys of indexes it has left are gone.
+    """
     pid, lang, rating = comment.product_id, comment.language, comment.rating
     item: Item = {
         **comment_key(comment.comment_id),
-        Index.BY_LANG_AND_RATING.partition_attr: {"S": keys.lang_rating_pk(pid, lang, rating)},
-        Index.BY_LANG.partition_attr: {"S": keys.lang_pk(pid, lang)},
-        Index.BY_RATING.partition_attr: {"S": keys.rating_pk(pid, rating)},
-        Index.ALL.partition_attr: {"S": keys.all_pk(pid)},
         SORT_KEY: {"S": comment.sort_key},
         "commentId": {"S": comment.comment_id},
         "productId": {"S": pid},
@@ -35,30 +37,110 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
         "body": {"S": comment.body},
         "author": {"S": comment.author_id},  # the stored name predates the field's
         "createdAt": {"S": comment.created_at},
+        STATUS_ATTR: {"S": comment.status.value},
         VERSION_ATTR: {"N": str(version)},
     }
+    if comment.published:
+        listing = {
+            Index.BY_LANG_AND_RATING: keys.lang_rating_pk(pid, lang, rating),
+            Index.BY_LANG: keys.lang_pk(pid, lang),
+            Index.BY_RATING: keys.rating_pk(pid, rating),
+            Index.ALL: keys.all_pk(pid),
+        }
+        if comment.verified:
+            listing[Index.VERIFIED_BY_RATING] = keys.rating_pk(pid, rating)
+            listing[Index.VERIFIED_BY_LANG_AND_RATING] = keys.lang_rating_pk(pid, lang, rating)
+        for index, value in listing.items():
+            item[index.partition_attr] = {"S": value}
+    queue_key = comment.queue_key
+    if queue_key is not None:
+        item[Index.MODERATION_QUEUE.partition_attr] = {"S": keys.QUEUE_PK}
+        item[QUEUE_SORT_KEY] = {"S": queue_key}
+    optional: dict[str, str | None] = {
+        "title": comment.title,
+        "authorName": comment.author_name,
+        "editedAt": comment.edited_at,
+        "submittedAt": comment.submitted_at if comment.status is Status.PENDING else None,
+    }
+    for name, text in optional.items():
+        if text is not None:
+            item[name] = {"S": text}
     if holds_slot:
         item[SLOT_ATTR] = {"BOOL": True}
-    if comment.title is not None:
-        item["title"] = {"S": comment.title}
-    if comment.author_name is not None:
-        item["authorName"] = {"S": comment.author_name}
+    if comment.verified:
+        item[VERIFIED_ATTR] = {"BOOL": True}
+    item.update(_moderation_attrs(comment.moderation))
+    if comment.reply is not None:
+        item.update(_reply_attrs(comment.reply))
     return item
 
 
+def _moderation_attrs(m: Moderation) -> Item:
+    item: Item = {}
+    if m.round:
+        item["modRound"] = {"N": str(m.round)}
+    if m.report_count:
+        item["reportCount"] = {"N": str(m.report_count)}
+    if m.reasons:
+        item["reportReasons"] = {"L": [{"S": r} for r in m.reasons]}
+    for name, value in (("decidedBy", m.decided_by), ("decidedAt", m.decided_at)):
+        if value is not None:
+            item[name] = {"S": value}
+    if m.note is not None:
+        item["modNote"] = {"S": m.note}
+    return item
+
+
+def _reply_attrs(r: Reply) -> Item:
+    item: Item = {
+        "replyBody": {"S": r.body},
+        "replyAuthor": {"S": r.author},
+        "replyCreatedAt": {"S": r.created_at},
+    }
+    if r.edited_at is not None:
+        item["replyEditedAt"] = {"S": r.edited_at}
+    return item
+
+
+def _text(item: Item, name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value["S"])
+
+
 def item_to_comment(item: Item) -> Comment:
-    title = item.get("title")
-    name = item.get("authorName")
+    reasons = {r["S"] for r in item.get("reportReasons", {}).get("L", [])}
+    reply = None
+    if "replyBody" in item:
+        reply = Reply(
+            body=item["replyBody"]["S"],
+            author=item["replyAuthor"]["S"],
+            created_at=item["replyCreatedAt"]["S"],
+            edited_at=_text(item, "replyEditedAt"),
+        )
     return Comment(
         comment_id=item["commentId"]["S"],
         product_id=item["productId"]["S"],
         language=item["language"]["S"],
         rating=int(item["rating"]["N"]),
-        title=None if title is None else title["S"],
+        title=_text(item, "title"),
         body=item["body"]["S"],
         author_id=item["author"]["S"],
         created_at=item["createdAt"]["S"],
-        author_name=None if name is None else name["S"],
+        author_name=_text(item, "authorName"),
+        # Comments written before statuses existed were all published.
+        status=Status(_text(item, STATUS_ATTR) or Status.PUBLISHED.value),
+        verified=bool(item.get(VERIFIED_ATTR, {}).get("BOOL", False)),
+        edited_at=_text(item, "editedAt"),
+        submitted_at=_text(item, "submittedAt"),
+        moderation=Moderation(
+            round=number(item, "modRound"),
+            report_count=number(item, "reportCount"),
+            reasons=tuple(r for r in REPORT_REASONS if r in reasons),
+            decided_by=_text(item, "decidedBy"),
+            decided_at=_text(item, "decidedAt"),
+            note=_text(item, "modNote"),
+        ),
+        reply=reply,
     )
 
 

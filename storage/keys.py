@@ -43,6 +43,13 @@ PRODUCT_PREFIX = "PRODUCT#"
 IDEMPOTENCY_PREFIX = "IDEMPOTENCY#"
 AUTHOR_PREFIX = "AUTHOR#"
 HOUR_PREFIX = "HOUR#"
+REPORT_PREFIX = "REPORT#"
+IMPORT_PREFIX = "IMPORT#"
+# The one partition of the moderation queue index. Every PENDING comment is in it, so it
+# takes a write whenever a comment enters or leaves PENDING; a partition absorbs about
+# 1,000 writes per second, far above any shop's rate of new reviews, so it is not sharded
+# (see DESIGN.md, "The life of a comment").
+QUEUE_PK = "MODQUEUE"
 
 
 def validate_product_id(product_id: object) -> str:
@@ -160,6 +167,16 @@ def idempotency_pk(author: str, idempotency_key: str) -> str:
 def author_pk(author: str) -> str:
     """Partition of an author's write-limit items."""
     return AUTHOR_PREFIX + _digest(author)[:32]
+
+
+def report_sk(reporter: str) -> str:
+    """Sort key, in the comment's partition, of one viewer's report of it."""
+    return REPORT_PREFIX + _digest(reporter)[:32]
+
+
+def import_pk(external_id: str) -> str:
+    """Key of the record that an imported review (by the source's own id) was loaded."""
+    return IMPORT_PREFIX + _digest(external_id)
 
 
 def author_product_sk(product_id: str) -> str:

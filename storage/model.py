@@ -26,6 +26,65 @@ PAGE_SIZE_MAX = 100
 PAGE_SIZE_DEFAULT = 20
 
 
+class Status(enum.Enum):
+    """Where a comment is in its life. Only PUBLISHED comments are listed and counted."""
+
+    PENDING = "PENDING"
+    PUBLISHED = "PUBLISHED"
+    REJECTED = "REJECTED"
+
+
+class ModerationMode(enum.Enum):
+    """POST publishes new comments at once (moderators act afterwards); PRE holds new and
+    edited comments as PENDING until a moderator approves them."""
+
+    POST = "post"
+    PRE = "pre"
+
+    @property
+    def new_status(self) -> Status:
+        """The status a new (or edited) comment gets."""
+        return Status.PENDING if self is ModerationMode.PRE else Status.PUBLISHED
+
+
+# Why a viewer reported a comment (the contract's ReportReason).
+REPORT_REASONS: tuple[str, ...] = (
+    "SPAM",
+    "OFFENSIVE",
+    "OFF_TOPIC",
+    "PRIVATE_INFORMATION",
+    "FAKE",
+    "OTHER",
+)
+NOTE_MAX = 1_000
+NOTE_MAX_BYTES = 4_000
+REPLY_MAX = 5_000
+REPLY_MAX_BYTES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Moderation:
+    """Reports since the last decision, and that decision."""
+
+    # Decisions taken so far: a report counts once per viewer per round.
+    round: int = 0
+    report_count: int = 0
+    reasons: tuple[str, ...] = ()  # distinct, in REPORT_REASONS order
+    decided_by: str | None = None
+    decided_at: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The merchant's answer shown under a comment."""
+
+    body: str
+    author: str
+    created_at: str
+    edited_at: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Comment:
     """A stored comment."""
@@ -39,6 +98,26 @@ class Comment:
     author_id: str  # who wrote it (the token's sub): who may delete it; never shown as is
     created_at: str  # ISO-8601 UTC with milliseconds
     author_name: str | None = None  # display name at the time of writing; None: the id
+    status: Status = Status.PUBLISHED
+    # The author's token listed the product in its purchases claim when they wrote it.
+    verified: bool = False
+    edited_at: str | None = None  # when the author last changed text, rating or language
+    # When it last entered PENDING: its place in the moderation queue (PENDING only).
+    submitted_at: str | None = None
+    moderation: Moderation = Moderation()
+    reply: Reply | None = None
+
+    @property
+    def published(self) -> bool:
+        """Listed and counted (PENDING and REJECTED comments are neither)."""
+        return self.status is Status.PUBLISHED
+
+    @property
+    def queue_key(self) -> str | None:
+        """Its position in the moderation queue: submission time, then id (PENDING only)."""
+        if self.status is not Status.PENDING:
+            return None
+        return keys.sort_key(self.submitted_at or self.created_at, self.comment_id)
 
     @property
     def display_author(self) -> str:
@@ -106,6 +185,23 @@ def clean_title(value: object) -> str | None:
     return _check_text("title", value, TITLE_MAX, TITLE_MAX_BYTES, optional=True)
 
 
+def clean_note(value: object) -> str | None:
+    """A moderator's or a reporter's note as stored (NFC; None for none or a blank one)."""
+    return _check_text("note", value, NOTE_MAX, NOTE_MAX_BYTES, optional=True)
+
+
+def clean_reply(value: object) -> str:
+    """A merchant reply's body as stored (NFC), or InvalidCommentText saying why not."""
+    body = _check_text("body", value, REPLY_MAX, REPLY_MAX_BYTES, optional=False)
+    assert body is not None  # not optional: refused rather than None
+    return body
+
+
+def clean_author_name(value: object) -> str | None:
+    """A display name as stored (NFC; None for none)."""
+    return _check_text("author name", value, AUTHOR_MAX, AUTHOR_MAX_BYTES, optional=True)
+
+
 def check_idempotency_key(value: object) -> None:
     """None, or a key of at most IDEMPOTENCY_KEY_MAX characters without controls."""
     if value is not None:
@@ -137,6 +233,8 @@ class NewComment:
     idempotency_key: str | None = None
     created_at: str | None = None
     author_name: str | None = None
+    # Derived by the API from the author's token, never taken from what a client sends.
+    verified: bool = False
 
     def __post_init__(self) -> None:
         keys.validate_product_id(self.product_id)
@@ -145,9 +243,7 @@ class NewComment:
         checked = {
             "body": clean_body(self.body),
             "title": clean_title(self.title),
-            "author_name": _check_text(
-                "author name", self.author_name, AUTHOR_MAX, AUTHOR_MAX_BYTES, optional=True
-            ),
+            "author_name": clean_author_name(self.author_name),
         }
         for attribute, value in checked.items():
             object.__setattr__(self, attribute, value)
@@ -157,7 +253,13 @@ class NewComment:
         if self.created_at is not None:
             keys.parse_timestamp(self.created_at)
 
-    def stored_as(self, comment_id: str, created_at: str, author_name: str | None) -> Comment:
+    def stored_as(
+        self,
+        comment_id: str,
+        created_at: str,
+        author_name: str | None,
+        status: Status = Status.PUBLISHED,
+    ) -> Comment:
         """The comment this request makes (or made, replayed from its idempotency record,
         which keeps the id, the time and the display name the first request had)."""
         return Comment(
@@ -170,6 +272,9 @@ class NewComment:
             author_id=self.author_id,
             created_at=created_at,
             author_name=author_name,
+            status=status,
+            verified=self.verified,
+            submitted_at=created_at if status is Status.PENDING else None,
         )
 
 
@@ -180,10 +285,17 @@ class RatingCounts:
     product_id: str
     language: str | None
     by_rating: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)  # ratings 1..5
+    # Of those, comments by verified purchasers, per rating.
+    verified: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
 
     def __post_init__(self) -> None:
-        if len(self.by_rating) != len(keys.RATINGS) or any(c < 0 for c in self.by_rating):
-            raise ValueError(f"counts must be five non-negative numbers: {self.by_rating}")
+        for counts in (self.by_rating, self.verified):
+            if len(counts) != len(keys.RATINGS) or any(c < 0 for c in counts):
+                raise ValueError(f"counts must be five non-negative numbers: {counts}")
+
+    def only_verified(self) -> RatingCounts:
+        """The counters of verified purchases only, as counts of their own."""
+        return RatingCounts(self.product_id, self.language, self.verified, self.verified)
 
     def count(self, rating: int) -> int:
         return self.by_rating[keys.validate_rating(rating) - 1]
@@ -232,11 +344,13 @@ class PageRequest:
 
 @dataclass(frozen=True, slots=True)
 class ListingFilter:
-    """Which comments of a product to list: an optional language and rating subset."""
+    """Which comments of a product to list: an optional language and rating subset, and
+    whether only verified purchases."""
 
     product_id: str
     language: str | None = None
     ratings: frozenset[int] | None = field(default=None)
+    verified_only: bool = False
 
     def __post_init__(self) -> None:
         keys.validate_product_id(self.product_id)

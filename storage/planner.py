@@ -41,6 +41,9 @@ class Strategy(enum.Enum):
     BY_LANG_AND_RATING = "BY_LANG_AND_RATING"
     FAN_OUT = "FAN_OUT"
     FILTERED_SCAN_OF_INDEX = "FILTERED_SCAN_OF_INDEX"
+    # Not product listings: one partition of an index of their own.
+    BY_AUTHOR = "BY_AUTHOR"
+    MODERATION_QUEUE = "MODERATION_QUEUE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,7 @@ class Plan:
     """What the executor will do for one page, and why."""
 
     strategy: Strategy
-    product_id: str
+    product_id: str | None  # None: not a product's listing (an author's, the queue)
     language: str | None
     direction: Direction
     position: str | None
@@ -88,6 +91,8 @@ class Plan:
     queries: tuple[PlannedQuery, ...] = ()
     skipped_ratings: tuple[int, ...] = ()
     filter_ratings: tuple[int, ...] = ()
+    # Only verified purchases: read from the verified indexes, or filtered on a broad one.
+    verified_only: bool = False
     # Share of the scanned partition that matches the filter (1.0 without a filter).
     match_fraction: float = 1.0
     z: float = DEFAULT_TUNING.z
@@ -95,6 +100,20 @@ class Plan:
     @property
     def index(self) -> Index | None:
         return self.queries[0].index if self.queries else None
+
+    @property
+    def filters(self) -> bool:
+        """Whether the queries carry a FilterExpression (a filtered scan of a broad index)."""
+        return self.strategy is Strategy.FILTERED_SCAN_OF_INDEX
+
+    @property
+    def filter_text(self) -> str:
+        terms = []
+        if self.filter_ratings:
+            terms.append(f"rating IN {list(self.filter_ratings)}")
+        if self.verified_only:
+            terms.append("verified")
+        return " AND ".join(terms)
 
     @property
     def scan_forward(self) -> bool:
@@ -111,7 +130,7 @@ class Plan:
     def explain(self) -> str:
         """A human-readable EXPLAIN of the plan."""
         lines = [
-            f"{self.strategy.value} product={self.product_id}"
+            f"{self.strategy.value} product={self.product_id or '-'}"
             f" language={self.language or '*'} direction={self.direction.value}"
             f" page={self.page_size} want={self.want}",
         ]
@@ -120,9 +139,9 @@ class Plan:
             lines.append(f"  index {self.index.value}, {SORT_KEY} {order}")
         if self.sort_key_condition is not None:
             lines.append(f"  where {self.sort_key_condition}")
-        if self.filter_ratings:
+        if self.filters:
             lines.append(
-                f"  filter rating IN {list(self.filter_ratings)}"
+                f"  filter {self.filter_text}"
                 f" (matches {self.match_fraction:.1%} of the partition)"
             )
         for q in self.queries:
@@ -170,14 +189,43 @@ def _empty_plan(
     )
 
 
+def plan_author(author_id: str, page: PageRequest) -> Plan:
+    """An author's comments in every status, newest first: one partition of ``byAuthor``."""
+    want = page.size + 1
+    query = PlannedQuery(Index.BY_AUTHOR, author_id, want, None)
+    return _partition_plan(Strategy.BY_AUTHOR, query, page)
+
+
+def plan_queue(page: PageRequest) -> Plan:
+    """The moderation queue: PENDING comments by submission time. Its natural reading is
+    oldest first, so a forward page ascends (the reverse of product listings)."""
+    want = page.size + 1
+    query = PlannedQuery(Index.MODERATION_QUEUE, keys.QUEUE_PK, want, None)
+    flipped = Direction.BACKWARD if page.direction is Direction.FORWARD else Direction.FORWARD
+    return _partition_plan(Strategy.MODERATION_QUEUE, query, replace(page, direction=flipped))
+
+
+def _partition_plan(strategy: Strategy, query: PlannedQuery, page: PageRequest) -> Plan:
+    return Plan(
+        strategy=strategy,
+        product_id=None,
+        language=None,
+        direction=page.direction,
+        position=page.position,
+        page_size=page.size,
+        want=query.limit,
+        queries=(query,),
+    )
+
+
 def plan_unfiltered(listing: ListingFilter, page: PageRequest) -> Plan:
-    """A plan for a listing without a rating filter, made without stats.
+    """A plan for a listing without a rating or verified filter, made without stats.
 
     Such a listing is one partition (``all`` or ``byLang``) whatever the counts say, so
     its page can be read while the counters are read, in one round instead of two.
     """
-    if listing.ratings is not None:
-        raise ValueError("a rating filter needs the stats to plan")
+    if listing.ratings is not None or listing.verified_only:
+        raise ValueError("a rating or verified filter needs the stats to plan")
     pid, lang = listing.product_id, listing.language
     want = page.size + 1
     base = _empty_plan(listing, page, want=want)
@@ -194,9 +242,16 @@ def plan_listing(
     stats: RatingCounts,
     tuning: Tuning = DEFAULT_TUNING,
 ) -> Plan:
-    """Choose index, partitions and limits for one page; pure, deterministic."""
+    """Choose index, partitions and limits for one page; pure, deterministic.
+
+    ``verified_only`` reads the verified indexes, sized and skipped by the verified
+    counters exactly as ratings are by the counters of all comments; with no rating
+    filter it is a fan-out over the five ratings (those counted zero skipped).
+    """
     if stats.product_id != listing.product_id or stats.language != listing.language:
         raise ValueError("stats must be those of the listing's product and language")
+    if listing.verified_only:
+        return _plan_verified(listing, page, stats, tuning)
     pid, lang = listing.product_id, listing.language
     requested = listing.ratings  # None: every rating (naming all five was normalised away)
     matching = stats.matching(requested)
@@ -254,6 +309,64 @@ def plan_listing(
             queries=(q,),
             skipped_ratings=skipped,
             filter_ratings=live,
+            match_fraction=fraction,
+        )
+    return replace(base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped)
+
+
+def _plan_verified(
+    listing: ListingFilter, page: PageRequest, stats: RatingCounts, tuning: Tuning
+) -> Plan:
+    """Verified purchases only: the verified counters play the part of the counts; their
+    partitions hold exactly the matching comments, so every read item is a match."""
+    pid, lang = listing.product_id, listing.language
+    verified = stats.only_verified()
+    requested = listing.ratings
+    chosen = sorted(requested if requested is not None else keys.RATINGS, reverse=True)
+    live = tuple(r for r in chosen if verified.count(r) > 0)
+    # A rating named by the filter and counted zero is skipped; with no filter, the empty
+    # ones are too (the verified fan-out always names ratings).
+    skipped = tuple(r for r in chosen if verified.count(r) == 0)
+    matching = sum(verified.count(r) for r in live)
+    want = page.size + 1
+    base = replace(_empty_plan(listing, page, want=want, z=tuning.z), verified_only=True)
+    if matching == 0:
+        return replace(base, skipped_ratings=skipped)
+    if lang is None:
+        index, strategy = Index.VERIFIED_BY_RATING, Strategy.BY_RATING
+    else:
+        index, strategy = Index.VERIFIED_BY_LANG_AND_RATING, Strategy.BY_LANG_AND_RATING
+
+    def pk(rating: int) -> str:
+        if lang is None:
+            return keys.rating_pk(pid, rating)
+        return keys.lang_rating_pk(pid, lang, rating)
+
+    if len(live) == 1:
+        (rating,) = live
+        q = PlannedQuery(index, pk(rating), want, verified.count(rating), rating)
+        return replace(base, strategy=strategy, queries=(q,), skipped_ratings=skipped)
+    fan_out = []
+    for rating in live:
+        count = verified.count(rating)
+        limit = min(count + 1, proportioned_limit(want, count / matching, tuning.z))
+        fan_out.append(PlannedQuery(index, pk(rating), limit, count, rating))
+    fan_out_cost = sum(q.limit for q in fan_out)
+    # The alternative: the product's (or language's) listing read with a filter on
+    # verified (and the ratings), when nearly everything there matches.
+    scope = stats.total
+    fraction = matching / scope
+    scan_limit = min(scope + 1, filtered_limit(want, fraction, tuning.z))
+    if scan_limit * tuning.filtered_advantage < fan_out_cost:
+        broad = Index.ALL if lang is None else Index.BY_LANG
+        broad_pk = keys.all_pk(pid) if lang is None else keys.lang_pk(pid, lang)
+        q = PlannedQuery(broad, broad_pk, scan_limit, scope)
+        return replace(
+            base,
+            strategy=Strategy.FILTERED_SCAN_OF_INDEX,
+            queries=(q,),
+            skipped_ratings=skipped if requested is not None else (),
+            filter_ratings=live if requested is not None else (),
             match_fraction=fraction,
         )
     return replace(base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from storage import keys
@@ -14,7 +14,14 @@ from storage.expressions import Attr, query_request
 from storage.indexes import SORT_KEY, Index
 from storage.items import comment_key, item_to_comment
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
-from storage.planner import DEFAULT_TUNING, Tuning, plan_listing, plan_unfiltered
+from storage.planner import (
+    DEFAULT_TUNING,
+    Tuning,
+    plan_author,
+    plan_listing,
+    plan_queue,
+    plan_unfiltered,
+)
 from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
 from storage.stats import (
     LEADER_ATTR,
@@ -113,11 +120,25 @@ async def list_comments(
     (they are read here first when not given; the API passes the ones its loader has, so
     counts and plan agree). A listing without a rating filter is planned without them.
     """
-    if stats is None and listing.ratings is None:
+    if stats is None and listing.ratings is None and not listing.verified_only:
         return await execute(table, plan_unfiltered(listing, page))
     if stats is None:
         stats = await get_counts(table, listing.product_id, listing.language)
     return await execute(table, plan_listing(listing, page, stats, tuning))
+
+
+async def author_comments(table: TableRef, author_id: str, page: PageRequest) -> Page:
+    """One page of an author's comments in every status, newest first (index byAuthor)."""
+    if not author_id:
+        raise InvalidPageRequest("an author id is needed")
+    return await execute(table, plan_author(author_id, page))
+
+
+async def moderation_queue(table: TableRef, page: PageRequest) -> Page:
+    """One page of PENDING comments, oldest submission first (index moderationQueue)."""
+    read = await execute(table, plan_queue(page))
+    # The executor returns pages newest first; the queue is shown the other way round.
+    return replace(read, comments=read.comments[::-1], positions=read.positions[::-1])
 
 
 async def last_commented_at(table: TableRef, product_ids: Sequence[str]) -> list[str | None]:

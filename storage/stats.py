@@ -1,7 +1,9 @@
 """The stats item: one per product and scope, its counters and its leaderboard entry.
 
 A product has an ``S`` item (all languages) and an ``S#<lang>`` item per language it has
-comments in. Each holds ``count_1`` to ``count_5`` and ``count_total``; the ``S`` item of a
+comments in. Each holds ``count_1`` to ``count_5`` and ``count_total`` of its PUBLISHED
+comments, and ``verified_1`` to ``verified_5`` and ``verified_total`` of those written by
+verified purchasers (the planner sizes and skips verified-only reads by them); the ``S`` item of a
 product with 5-star comments doubles as its leaderboard entry (``LEADER_ATTR`` set to
 ``LEADERS`` and the sort key to the padded 5-star count). This module is the one
 definition of that shape: items, bulk loading, the writes' counter moves and verify all
@@ -26,6 +28,13 @@ StatsScope = tuple[str, str | None]
 COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in keys.RATINGS)
 FIVE_ATTR = COUNT_ATTRS[4]
 TOTAL_ATTR = "count_total"
+VERIFIED_ATTRS: tuple[str, ...] = tuple(f"verified_{r}" for r in keys.RATINGS)
+VERIFIED_TOTAL_ATTR = "verified_total"
+# Every counter of a stats item, in the order of a tally (see ``count_in``).
+COUNTERS: tuple[str, ...] = (*COUNT_ATTRS, *VERIFIED_ATTRS)
+TOTALS: tuple[str, ...] = (TOTAL_ATTR, VERIFIED_TOTAL_ATTR)
+# A tally: count_1..count_5 then verified_1..verified_5.
+TALLY_SIZE = len(COUNTERS)
 # The S item doubles as the leaderboard entry on this index's partition key (and GSISK).
 LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 LEADER_SORT_ATTR = SORT_KEY
@@ -65,8 +74,8 @@ class StoredStats:
     """A stats item's counters and leaderboard entry exactly as stored (unclamped: a
     negative counter is corruption to report, not to hide)."""
 
-    counts: tuple[int, ...]  # count_1 .. count_5
-    total: int
+    counts: tuple[int, ...]  # count_1 .. count_5, verified_1 .. verified_5
+    totals: tuple[int, int]  # count_total, verified_total
     leader: str | None  # the entry's sort key, None without an entry
 
     @classmethod
@@ -74,22 +83,32 @@ class StoredStats:
         leader = None
         if item.get(LEADER_ATTR, {}).get("S") == keys.LEADERS:
             leader = item.get(LEADER_SORT_ATTR, {}).get("S")
-        return cls(tuple(number(item, a) for a in COUNT_ATTRS), number(item, TOTAL_ATTR), leader)
+        total, verified = (number(item, a) for a in TOTALS)
+        return cls(tuple(number(item, a) for a in COUNTERS), (total, verified), leader)
 
     @classmethod
-    def expected(cls, counts: Sequence[int], *, scope_is_all: bool) -> StoredStats:
-        """What the item of these counts holds: the total, and the leaderboard entry on the
+    def expected(cls, tally: Sequence[int], *, scope_is_all: bool) -> StoredStats:
+        """What the item of this tally holds: the totals, and the leaderboard entry on the
         all-languages item only."""
-        leader = leader_sort_key(counts[4]) if scope_is_all else None
-        return cls(tuple(counts), sum(counts), leader)
+        leader = leader_sort_key(tally[4]) if scope_is_all else None
+        return cls(tuple(tally), (sum(tally[:5]), sum(tally[5:])), leader)
 
 
 def count_in(
-    tallies: dict[StatsScope, list[int]], product_id: str, language: str, rating: int
+    tallies: dict[StatsScope, list[int]],
+    product_id: str,
+    language: str,
+    rating: int,
+    *,
+    verified: bool = False,
 ) -> None:
-    """Count one comment in both stats items it belongs to (all languages and its own)."""
+    """Count one published comment in both stats items it belongs to (all languages and
+    its own): its rating, and its verified rating when it is a verified purchase."""
     for scope in ((product_id, None), (product_id, language)):
-        tallies.setdefault(scope, [0] * len(COUNT_ATTRS))[rating - 1] += 1
+        tally = tallies.setdefault(scope, [0] * TALLY_SIZE)
+        tally[rating - 1] += 1
+        if verified:
+            tally[len(COUNT_ATTRS) + rating - 1] += 1
 
 
 def item_to_counts(product_id: str, language: str | None, item: Item | None) -> RatingCounts:
@@ -101,18 +120,16 @@ def item_to_counts(product_id: str, language: str | None, item: Item | None) -> 
     if not item:
         return RatingCounts(product_id, language)
     c1, c2, c3, c4, c5 = (number(item, a) for a in COUNT_ATTRS)
-    return RatingCounts(product_id, language, (c1, c2, c3, c4, c5))
+    v1, v2, v3, v4, v5 = (number(item, a) for a in VERIFIED_ATTRS)
+    return RatingCounts(product_id, language, (c1, c2, c3, c4, c5), (v1, v2, v3, v4, v5))
 
 
-def whole_item(product_id: str, language: str | None, counts: Sequence[int]) -> Item:
-    """A complete stats item for these counts (bulk loading of new products)."""
-    item: Item = {
-        **stats_key(product_id, language),
-        "productId": {"S": product_id},
-        TOTAL_ATTR: {"N": str(sum(counts))},
-    }
-    for attr, n in zip(COUNT_ATTRS, counts, strict=True):
+def whole_item(product_id: str, language: str | None, tally: Sequence[int]) -> Item:
+    """A complete stats item for this tally (bulk loading of new products)."""
+    item: Item = {**stats_key(product_id, language), "productId": {"S": product_id}}
+    for attr, n in _with_totals(tally):
         item[attr] = {"N": str(n)}
+    counts = tally[: len(COUNT_ATTRS)]
     if language is not None:
         item["language"] = {"S": language}
     else:
@@ -131,22 +148,34 @@ def name_scope(update: Update, product_id: str, language: str | None) -> None:
         update.set("language", language)
 
 
+def _with_totals(tally: Sequence[int]) -> list[tuple[str, int]]:
+    """Each counter's name and value, the two totals included."""
+    if len(tally) != TALLY_SIZE:
+        raise ValueError(f"a tally has {TALLY_SIZE} numbers: {list(tally)}")
+    half = len(COUNT_ATTRS)
+    return [
+        *zip(COUNTERS, tally, strict=True),
+        (TOTAL_ATTR, sum(tally[:half])),
+        (VERIFIED_TOTAL_ATTR, sum(tally[half:])),
+    ]
+
+
 def add_counts(update: Update, deltas: Sequence[int]) -> None:
-    """ADD each rating's delta and the total's; a decrement conditions on the counter
-    holding at least what it takes away, so no counter can go below zero."""
-    for attr, delta in (*zip(COUNT_ATTRS, deltas, strict=True), (TOTAL_ATTR, sum(deltas))):
+    """ADD each counter's delta (a tally of deltas) and the totals'; a decrement conditions
+    on the counter holding at least what it takes away, so no counter can go below zero."""
+    for attr, delta in _with_totals(deltas):
         if delta:
             update.add(attr, delta)
             if delta < 0:
                 update.condition(Attr(attr).ge(-delta))
 
 
-def set_counts(update: Update, counts: Sequence[int], *, scope_is_all: bool) -> None:
-    """SET every counter (and the leaderboard entry) to exactly these counts."""
-    for attr, n in (*zip(COUNT_ATTRS, counts, strict=True), (TOTAL_ATTR, sum(counts))):
+def set_counts(update: Update, tally: Sequence[int], *, scope_is_all: bool) -> None:
+    """SET every counter (and the leaderboard entry) to exactly this tally."""
+    for attr, n in _with_totals(tally):
         update.set(attr, n)
     if scope_is_all:
-        set_leader(update, counts[4])
+        set_leader(update, tally[4])
 
 
 def set_leader(update: Update, five: int) -> None:
@@ -163,6 +192,6 @@ def set_leader(update: Update, five: int) -> None:
 def unchanged_since(update: Update, item: Item) -> None:
     """Condition the update on every counter still holding what ``item`` held (absent
     ones still absent): nothing written since that read is overwritten."""
-    for attr in (*COUNT_ATTRS, TOTAL_ATTR):
+    for attr in (*COUNTERS, *TOTALS):
         stored = item.get(attr)
         update.condition(Attr(attr).not_exists() if stored is None else Attr(attr).eq(stored))

@@ -69,7 +69,10 @@ async def create_table(client: DynamoClient, name: str, *, wait_seconds: float =
         indexes = {g["IndexName"]: g for g in described.get("GlobalSecondaryIndexes", [])}
         missing = {i.value for i in Index} - indexes.keys()
         if missing:
-            raise StorageUnavailable(f"table {name!r} exists without the indexes {sorted(missing)}")
+            raise StorageUnavailable(
+                f"table {name!r} exists without the indexes {sorted(missing)}; "
+                "add them with: comments migrate-table"
+            )
         statuses = [described["TableStatus"], *(g["IndexStatus"] for g in indexes.values())]
         if all(s == "ACTIVE" for s in statuses):
             await ensure_ttl(table)

@@ -18,9 +18,9 @@ from typing import Any
 from storage import keys
 from storage.errors import ConditionFailed
 from storage.expressions import Attr, Update
-from storage.items import holds_slot, is_comment_item, number
+from storage.items import holds_slot, is_comment_item, item_to_comment, number
 from storage.stats import (
-    COUNT_ATTRS,
+    TALLY_SIZE,
     StatsScope,
     StoredStats,
     count_in,
@@ -56,7 +56,7 @@ class Drift:
 
     product_id: str
     language: str | None
-    stored: tuple[int, ...]  # count_1..count_5, count_total
+    stored: tuple[int, ...]  # count_1..count_5, verified_1..verified_5, the two totals
     expected: tuple[int, ...]
     stored_leader: str | None  # GSISK of the leaderboard entry (S items only)
     expected_leader: str | None
@@ -65,8 +65,12 @@ class Drift:
     def describe(self) -> str:
         scope = self.language or "all languages"
         parts = []
-        if self.stored != self.expected:
-            parts.append(f"counts {list(self.stored)} != {list(self.expected)}")
+        # stored and expected: five counts, five verified counts, then the two totals.
+        for label, picked in (("counts", [0, 1, 2, 3, 4, 10]), ("verified", [5, 6, 7, 8, 9, 11])):
+            have = [self.stored[i] for i in picked]
+            want = [self.expected[i] for i in picked]
+            if have != want:
+                parts.append(f"{label} {have} != {want}")
         if self.stored_leader != self.expected_leader:
             parts.append(f"leaderboard {self.stored_leader} != {self.expected_leader}")
         return f"{self.product_id} ({scope}): " + "; ".join(parts)
@@ -116,9 +120,11 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
             pk, sk = item["PK"]["S"], item["SK"]["S"]
             if is_comment_item(item):
                 comments += 1
-                pid = item["productId"]["S"]
-                count_in(tallies, pid, item["language"]["S"], int(item["rating"]["N"]))
+                c = item_to_comment(item)
+                if c.published:
+                    count_in(tallies, c.product_id, c.language, c.rating, verified=c.verified)
                 if holds_slot(item):
+                    pid = c.product_id
                     author = item["author"]["S"]
                     slots[(keys.author_pk(author), keys.author_product_sk(pid))] += 1
             elif is_stats_item(item):
@@ -130,7 +136,7 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
             progress(scanned)
     drifts = []
     for scope in sorted(tallies.keys() | stored.keys(), key=lambda k: (k[0], k[1] or "")):
-        drift = _compare(scope, tallies.get(scope, [0] * len(COUNT_ATTRS)), stored.get(scope, {}))
+        drift = _compare(scope, tallies.get(scope, [0] * TALLY_SIZE), stored.get(scope, {}))
         if drift is not None:
             drifts.append(drift)
     slot_drifts = tuple(
@@ -149,8 +155,8 @@ def _compare(scope: StatsScope, counts: list[int], item: Item) -> Drift | None:
     return Drift(
         scope[0],
         scope[1],
-        (*have.counts, have.total),
-        (*want.counts, want.total),
+        (*have.counts, *have.totals),
+        (*want.counts, *want.totals),
         have.leader,
         want.leader,
         item,
@@ -190,6 +196,6 @@ def _slot_repair_request(table: TableRef, drift: SlotDrift) -> dict[str, Any]:
 def _repair_request(table: TableRef, drift: Drift) -> dict[str, Any]:
     u = Update()
     name_scope(u, drift.product_id, drift.language)
-    set_counts(u, drift.expected[: len(COUNT_ATTRS)], scope_is_all=drift.language is None)
+    set_counts(u, drift.expected[:TALLY_SIZE], scope_is_all=drift.language is None)
     unchanged_since(u, drift.raw)
     return u.request(table.name, stats_key(drift.product_id, drift.language))

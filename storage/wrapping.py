@@ -48,6 +48,9 @@ class ClientWrapper:
     async def create_table(self, **kwargs: Any) -> Response:
         return await self._call("create_table", kwargs)
 
+    async def update_table(self, **kwargs: Any) -> Response:
+        return await self._call("update_table", kwargs)
+
     async def describe_table(self, **kwargs: Any) -> Response:
         return await self._call("describe_table", kwargs)
 

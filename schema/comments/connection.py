@@ -17,7 +17,8 @@ from storage.cursor import encode_cursor
 @strawberry.enum(
     description="The access path of a page: one index (ALL, BY_LANG, BY_RATING, "
     "BY_LANG_AND_RATING), parallel queries merged (FAN_OUT), one index read with a filter "
-    "(FILTERED_SCAN_OF_INDEX), or nothing to read (EMPTY)."
+    "(FILTERED_SCAN_OF_INDEX), or nothing to read (EMPTY); BY_AUTHOR and MODERATION_QUEUE "
+    "page the viewer's own comments and the moderation queue."
 )
 class PlanStrategy(enum.Enum):
     """The public names of ``storage.planner.Strategy``: the contract's, kept apart from the
@@ -30,6 +31,8 @@ class PlanStrategy(enum.Enum):
     BY_LANG_AND_RATING = "BY_LANG_AND_RATING"
     FAN_OUT = "FAN_OUT"
     FILTERED_SCAN_OF_INDEX = "FILTERED_SCAN_OF_INDEX"
+    BY_AUTHOR = "BY_AUTHOR"
+    MODERATION_QUEUE = "MODERATION_QUEUE"
 
 
 @strawberry.type(name="PlannedQuery", description="One storage query issued for a page.")

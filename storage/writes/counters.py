@@ -9,6 +9,8 @@ condition failure that is not a lost race means the counters drifted (never clam
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from storage import keys, stats
@@ -32,6 +34,44 @@ class Move:
     delta: int
 
 
+def moves(before: Comment | None, after: Comment | None) -> list[Move]:
+    """The counter moves of a transition from ``before`` to ``after`` (None: no comment):
+    only PUBLISHED comments are counted, so the one read is uncounted and the one written
+    counted exactly when each is published. An edit that keeps rating, language and status
+    moves nothing."""
+    out = []
+    if before is not None and before.published:
+        out.append(Move(before, -1))
+    if after is not None and after.published:
+        out.append(Move(after, 1))
+    if len(out) == 2 and _counted_as(out[0].comment) == _counted_as(out[1].comment):
+        return []
+    return out
+
+
+def _counted_as(c: Comment) -> tuple[str, int, bool]:
+    return (c.language, c.rating, c.verified)
+
+
+def moves_five(product_moves: list[Move]) -> bool:
+    """Whether these moves change the product's 5-star count (and so its leaderboard)."""
+    return sum(m.delta for m in product_moves if m.comment.rating == 5) != 0
+
+
+@asynccontextmanager
+async def five_star_turn(
+    table: TableRef, product_id: str, product_moves: list[Move]
+) -> AsyncIterator[None]:
+    """Writes of one process that move a product's ``count_5`` take turns instead of
+    racing; the transaction's condition on ``count_5`` still guards against other
+    processes."""
+    if not moves_five(product_moves):
+        yield
+        return
+    async with table.five_star_locks.hold(product_id):
+        yield
+
+
 @dataclass(slots=True)
 class FiveStars:
     """``count_5`` of a product's S item as this writer last saw it (5-star moves only)."""
@@ -50,16 +90,17 @@ async def learn_five(table: TableRef, product_id: str, budget: CallBudget, seen:
     seen.count = number(response.get("Item") or {}, FIVE)
 
 
-def parts(table: TableRef, moves: list[Move], five: FiveStars) -> list[Part]:
+def parts(table: TableRef, product_moves: list[Move], five: FiveStars) -> list[Part]:
     """The stats updates of one or more moves of the same product (one part per item)."""
     by_scope: dict[tuple[str, str | None], list[Move]] = {}
-    for move in moves:
+    for move in product_moves:
         for language in (None, move.comment.language):
             by_scope.setdefault((move.comment.product_id, language), []).append(move)
-    return [
+    updates = [
         _update(table, pid, language, scope_moves, five)
         for (pid, language), scope_moves in by_scope.items()
     ]
+    return [u for u in updates if u is not None]
 
 
 def _part_name(language: str | None) -> str:
@@ -67,13 +108,23 @@ def _part_name(language: str | None) -> str:
 
 
 def _update(
-    table: TableRef, product_id: str, language: str | None, moves: list[Move], five: FiveStars
-) -> Part:
+    table: TableRef,
+    product_id: str,
+    language: str | None,
+    scope_moves: list[Move],
+    five: FiveStars,
+) -> Part | None:
+    """The update of one stats item; None when the moves cancel out on it (an edit that
+    changes the language only leaves the all-languages item as it is)."""
     u = Update()
     stats.name_scope(u, product_id, language)
-    deltas = [0] * len(keys.RATINGS)
-    for move in moves:
+    deltas = [0] * stats.TALLY_SIZE
+    for move in scope_moves:
         deltas[move.comment.rating - 1] += move.delta
+        if move.comment.verified:
+            deltas[len(keys.RATINGS) + move.comment.rating - 1] += move.delta
+    if not any(deltas):
+        return None
     stats.add_counts(u, deltas)
     five_delta = deltas[4]
     if language is None and five_delta:

@@ -3,8 +3,7 @@ record commit in one transaction, or nothing does."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -12,7 +11,7 @@ from storage import keys
 from storage.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
 from storage.expressions import Attr, put_request
 from storage.items import comment_to_item
-from storage.model import Comment, NewComment
+from storage.model import Comment, ModerationMode, NewComment
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes import counters, idempotency, limits
@@ -32,23 +31,12 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@asynccontextmanager
-async def five_star_turn(table: TableRef, comment: Comment) -> AsyncIterator[None]:
-    """Writes of one process that move a product's ``count_5`` take turns instead of
-    racing; the transaction's condition on ``count_5`` still guards against other
-    processes."""
-    if comment.rating != 5:
-        yield
-        return
-    async with table.five_star_locks.hold(comment.product_id):
-        yield
-
-
 async def create_comment(
     table: TableRef,
     new: NewComment,
     *,
     write_limits: limits.WriteLimits = limits.NO_LIMITS,
+    moderation: ModerationMode = ModerationMode.POST,
     backoff: Backoff = DEFAULT_BACKOFF,
     clock: Callable[[], datetime] = utc_now,
 ) -> CreateResult:
@@ -57,17 +45,22 @@ async def create_comment(
     With an idempotency key, the same request again returns the first result
     (``created=False``), also after the comment was deleted; another request with the same
     key raises ``IdempotencyKeyReused``. Limits raise ``CommentsPerProductLimit`` or
-    ``WriteRateLimited``. Nothing is written unless everything is.
+    ``WriteRateLimited``. Nothing is written unless everything is. Under ``PRE``
+    moderation the comment is PENDING: stored, queued, and counted nowhere yet.
     """
     now = clock()
     comment = new.stored_as(
-        keys.new_comment_id(), new.created_at or keys.format_timestamp(now), new.author_name
+        keys.new_comment_id(),
+        new.created_at or keys.format_timestamp(now),
+        new.author_name,
+        moderation.new_status,
     )
     budget = CallBudget()
     five = counters.FiveStars()
     transient = stale = 0
-    async with five_star_turn(table, comment):
-        if comment.rating == 5:
+    product_moves = counters.moves(None, comment)
+    async with counters.five_star_turn(table, comment.product_id, product_moves):
+        if counters.moves_five(product_moves):
             await counters.learn_five(table, comment.product_id, budget, five)
         while True:
             cancel = await transact(
@@ -119,7 +112,7 @@ def _parts(
         Attr("PK").not_exists(),  # ids are random: a clash must fail, never overwrite
     )
     parts.append(Part(COMMENT, {"Put": put}))
-    parts += counters.parts(table, [counters.Move(comment, 1)], five)
+    parts += counters.parts(table, counters.moves(None, comment), five)
     parts.append(
         limits.product_part(
             table, comment.author_id, comment.product_id, 1, write_limits.per_product

@@ -24,7 +24,7 @@ from storage import keys
 from storage.errors import IdempotencyKeyReused
 from storage.expressions import Attr, put_request
 from storage.items import EXPIRES_ATTR, number
-from storage.model import Comment, NewComment
+from storage.model import Comment, NewComment, Status
 from storage.table import TableRef
 from storage.types import Item
 from storage.writes.transaction import Part
@@ -50,6 +50,7 @@ def record_part(table: TableRef, new: NewComment, comment: Comment, now: datetim
         "commentId": {"S": comment.comment_id},
         "createdAt": {"S": comment.created_at},
         "fingerprint": {"S": fingerprint(new)},
+        "status": {"S": comment.status.value},
         EXPIRES_ATTR: {"N": str(int((now + RETENTION).timestamp()))},
     }
     if comment.author_name is not None:
@@ -76,8 +77,13 @@ def replay(new: NewComment, record: Item, now: datetime) -> Replayed | None:
             "use a new key for a new comment"
         )
     name = record.get("authorName")
+    # The status the comment was made in (records from before statuses: published).
+    status = Status(record.get("status", {}).get("S", Status.PUBLISHED.value))
     return Replayed(
         new.stored_as(
-            record["commentId"]["S"], record["createdAt"]["S"], None if name is None else name["S"]
+            record["commentId"]["S"],
+            record["createdAt"]["S"],
+            None if name is None else name["S"],
+            status,
         )
     )

@@ -1,0 +1,85 @@
+"""Bring an existing table up to the layout of ``storage.indexes``: add the indexes it lacks.
+
+A table made by an earlier ``create-table`` has the four listing indexes only. The new ones
+need no backfill: ``byAuthor`` is keyed by the ``author`` attribute every comment already
+has, and the keys of ``verifiedByRating``, ``verifiedByLangAndRating`` and
+``moderationQueue`` exist only on comments written since (verified purchases, PENDING
+comments), which an older table cannot hold. DynamoDB builds one index per UpdateTable, so
+they are added one after another, each waited for until ACTIVE. Running it again after an
+interruption picks up where it stopped (an index already being built is waited for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from storage.errors import StorageUnavailable, TableMissing
+from storage.indexes import Index, index_definition, key_attributes
+from storage.table import TableRef
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    added: tuple[str, ...]  # indexes this run created
+    present: tuple[str, ...]  # indexes that were there already
+
+
+async def missing_indexes(table: TableRef) -> list[Index]:
+    """The indexes of the layout the table does not have (being built counts as having)."""
+    described = (await table.client.describe_table(TableName=table.name))["Table"]
+    have = {g["IndexName"] for g in described.get("GlobalSecondaryIndexes", [])}
+    return [i for i in Index if i.value not in have]
+
+
+async def migrate(
+    table: TableRef,
+    *,
+    progress: Progress | None = None,
+    wait_seconds: float = 3600,
+    poll_seconds: float = 0.5,
+) -> Migration:
+    """Add every missing index, one at a time, and wait until all are ACTIVE."""
+    say = progress or (lambda _: None)
+    try:
+        missing = await missing_indexes(table)
+    except TableMissing:
+        raise
+    present = tuple(i.value for i in Index if i not in missing)
+    await _wait_active(table, say, wait_seconds, poll_seconds)  # one left building earlier
+    for n, index in enumerate(missing, 1):
+        say(f"[{n}/{len(missing)}] adding index {index.value}")
+        await table.client.update_table(
+            TableName=table.name,
+            AttributeDefinitions=key_attributes(tuple(Index)),
+            GlobalSecondaryIndexUpdates=[{"Create": index_definition(index)}],
+        )
+        await _wait_active(table, say, wait_seconds, poll_seconds)
+        say(f"[{n}/{len(missing)}] index {index.value} is ACTIVE")
+    return Migration(tuple(i.value for i in missing), present)
+
+
+async def _wait_active(
+    table: TableRef, say: Progress, wait_seconds: float, poll_seconds: float
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    reported: set[str] = set()
+    while True:
+        described = (await table.client.describe_table(TableName=table.name))["Table"]
+        building = [
+            g["IndexName"]
+            for g in described.get("GlobalSecondaryIndexes", [])
+            if g.get("IndexStatus") != "ACTIVE" or g.get("Backfilling")
+        ]
+        if described.get("TableStatus") == "ACTIVE" and not building:
+            return
+        for name in set(building) - reported:
+            say(f"waiting for index {name} to be built")
+            reported.add(name)
+        if loop.time() > deadline:
+            raise StorageUnavailable(f"table {table.name!r} did not become ACTIVE in time")
+        await asyncio.sleep(poll_seconds)

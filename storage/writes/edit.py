@@ -1,0 +1,92 @@
+"""The author edits a comment: text, rating, language. A published comment's counters move
+between rating buckets and languages (and the leaderboard) in the same transaction; under
+PRE moderation, and for a rejected comment in any mode, the edit waits for a moderator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from storage import keys
+from storage.errors import NotAuthor
+from storage.model import Comment, ModerationMode, Status, clean_body, clean_title
+from storage.retry import DEFAULT_BACKOFF, Backoff
+from storage.table import TableRef
+from storage.writes.create import utc_now
+from storage.writes.state import Stored
+from storage.writes.transition import Change, apply
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """What the author changes; None leaves a field as it is (``remove_title`` drops the
+    title). Values are validated (and normalised) on creation."""
+
+    rating: int | None = None
+    language: str | None = None
+    title: str | None = None
+    body: str | None = None
+    remove_title: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rating is not None:
+            keys.validate_rating(self.rating)
+        if self.language is not None:
+            object.__setattr__(self, "language", keys.validate_language(self.language))
+        if self.title is not None:
+            object.__setattr__(self, "title", clean_title(self.title))
+        if self.body is not None:
+            object.__setattr__(self, "body", clean_body(self.body))
+
+    def applied_to(self, c: Comment) -> Comment:
+        """The comment's content with this edit (status and times unchanged)."""
+        title = None if self.remove_title else (self.title or c.title)
+        return replace(
+            c,
+            rating=c.rating if self.rating is None else self.rating,
+            language=c.language if self.language is None else self.language,
+            title=title,
+            body=c.body if self.body is None else self.body,
+        )
+
+
+def edited(c: Comment, edit: Edit, mode: ModerationMode, now: str) -> Comment:
+    """The comment after the edit, or ``c`` itself when the edit changes nothing.
+
+    A PUBLISHED comment stays published under POST moderation and waits again under PRE; a
+    REJECTED one waits for a moderator in both (an edit must not undo a rejection); a
+    PENDING one keeps its place in the queue.
+    """
+    content = edit.applied_to(c)
+    if content == c:
+        return c
+    status = c.status
+    submitted = c.submitted_at
+    if c.status is Status.REJECTED or (c.published and mode is ModerationMode.PRE):
+        status, submitted = Status.PENDING, now
+    return replace(content, status=status, submitted_at=submitted, edited_at=now)
+
+
+async def edit_comment(
+    table: TableRef,
+    comment_id: str,
+    edit: Edit,
+    *,
+    author_id: str,
+    moderation: ModerationMode = ModerationMode.POST,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    clock: Callable[[], datetime] = utc_now,
+) -> Comment:
+    """Apply the author's edit; ``NotAuthor`` for anyone else's comment, ``CommentNotFound``
+    when it does not exist. Returns the comment as it now is."""
+    now = keys.format_timestamp(clock())
+
+    def decide(stored: Stored) -> Change:
+        if stored.comment.author_id != author_id:
+            raise NotAuthor("only the author may edit a comment")
+        return Change(edited(stored.comment, edit, moderation, now))
+
+    applied = await apply(table, comment_id, decide, backoff=backoff)
+    assert applied.after is not None
+    return applied.after

@@ -1,0 +1,58 @@
+"""A moderator's decision: approve (PUBLISHED) or reject (REJECTED), with a note for the
+author. Publishing counts the comment, unpublishing uncounts it, in the same transaction.
+A decision starts a new round of reports: earlier reporters may report it again."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+from storage import keys
+from storage.model import Comment, Moderation, Status, clean_note
+from storage.retry import DEFAULT_BACKOFF, Backoff
+from storage.table import TableRef
+from storage.writes.create import utc_now
+from storage.writes.state import Stored
+from storage.writes.transition import Change, apply
+
+
+class Decision(enum.Enum):
+    APPROVE = "APPROVE"
+    REJECT = "REJECT"
+
+
+def decided(c: Comment, decision: Decision, moderator: str, note: str | None, now: str) -> Comment:
+    """The comment after the decision: its status, and a fresh round of reports."""
+    status = Status.PUBLISHED if decision is Decision.APPROVE else Status.REJECTED
+    moderation = Moderation(
+        round=c.moderation.round + 1,
+        decided_by=moderator,
+        decided_at=now,
+        note=note,
+    )
+    return replace(c, status=status, submitted_at=None, moderation=moderation)
+
+
+async def moderate_comment(
+    table: TableRef,
+    comment_id: str,
+    decision: Decision,
+    *,
+    moderator: str,
+    note: str | None = None,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    clock: Callable[[], datetime] = utc_now,
+) -> Comment:
+    """Approve or reject a comment in any status (approving a published one dismisses its
+    reports); ``CommentNotFound`` when it does not exist. Returns it as it now is."""
+    note = clean_note(note)
+    now = keys.format_timestamp(clock())
+
+    def decide(stored: Stored) -> Change:
+        return Change(decided(stored.comment, decision, moderator, note, now))
+
+    applied = await apply(table, comment_id, decide, backoff=backoff)
+    assert applied.after is not None
+    return applied.after

@@ -1,0 +1,140 @@
+"""Reports: one per viewer and comment in each round (a round ends with a moderator's
+decision). The report's own item, keyed under the comment, conditions on no report of this
+viewer in this round, and commits with the comment's report count; the report that reaches
+the threshold returns the published comment to PENDING (uncounted, queued) in the same
+transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from storage import keys
+from storage.errors import (
+    AlreadyReported,
+    CommentNotFound,
+    InvalidInput,
+    NotPublished,
+    OwnComment,
+    StorageUnavailable,
+)
+from storage.expressions import Attr, put_request, query_request
+from storage.model import REPORT_REASONS, Comment, Status, clean_note
+from storage.retry import DEFAULT_BACKOFF, Backoff
+from storage.table import TableRef
+from storage.types import Item
+from storage.writes.create import utc_now
+from storage.writes.state import Stored, read_stored
+from storage.writes.transaction import Part
+from storage.writes.transition import Change, apply
+
+PART = "report"
+DEFAULT_THRESHOLD = 3
+_ROUND = "round"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportResult:
+    comment: Comment  # as it now is
+    counted: bool  # False: this viewer had reported it in this round already
+
+
+def reported(c: Comment, reason: str, threshold: int, now: str) -> Comment:
+    """The comment with one more distinct report; PENDING once they reach the threshold."""
+    m = c.moderation
+    reasons = tuple(r for r in REPORT_REASONS if r in {*m.reasons, reason})
+    after = replace(c, moderation=replace(m, report_count=m.report_count + 1, reasons=reasons))
+    if after.moderation.report_count >= threshold:
+        after = replace(after, status=Status.PENDING, submitted_at=now)
+    return after
+
+
+async def report_comment(
+    table: TableRef,
+    comment_id: str,
+    *,
+    reporter: str,
+    reason: str,
+    note: str | None = None,
+    threshold: int = DEFAULT_THRESHOLD,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    clock: Callable[[], datetime] = utc_now,
+) -> ReportResult:
+    """Report a published comment of someone else's. ``NotPublished``, ``OwnComment`` and
+    ``CommentNotFound`` refuse; a repeat in the same round changes nothing."""
+    if reason not in REPORT_REASONS:
+        raise InvalidInput(f"reason must be one of {', '.join(REPORT_REASONS)}")
+    if isinstance(threshold, bool) or threshold < 1:
+        raise ValueError("the report threshold must be a positive integer")
+    note = clean_note(note)
+    now = keys.format_timestamp(clock())
+
+    def decide(stored: Stored) -> Change:
+        c = stored.comment
+        if c.author_id == reporter:
+            raise OwnComment("authors cannot report their own comment")
+        if not c.published:
+            raise NotPublished("only published comments can be reported")
+        record: Item = {
+            "PK": {"S": keys.comment_pk(c.comment_id)},
+            "SK": {"S": keys.report_sk(reporter)},
+            _ROUND: {"N": str(c.moderation.round)},
+            "reason": {"S": reason},
+            "createdAt": {"S": now},
+        }
+        if note is not None:
+            record["note"] = {"S": note}
+        # A report of an earlier round (before a decision) is replaced; one of this round
+        # makes the whole transaction fail: a repeat.
+        fresh = Attr("PK").not_exists() | Attr(_ROUND).lt(c.moderation.round)
+        return Change(
+            reported(c, reason, threshold, now),
+            parts=(Part(PART, {"Put": put_request(table.name, record, fresh)}),),
+            refusals=((PART, lambda: AlreadyReported("reported before")),),
+        )
+
+    try:
+        applied = await apply(table, comment_id, decide, backoff=backoff)
+    except AlreadyReported:
+        stored = await read_stored(table, comment_id)
+        if stored is None:
+            raise CommentNotFound(f"comment {comment_id} does not exist") from None
+        return ReportResult(stored.comment, False)
+    assert applied.after is not None
+    return ReportResult(applied.after, True)
+
+
+async def remove_all(
+    table: TableRef, comment_id: str, *, backoff: Backoff = DEFAULT_BACKOFF
+) -> None:
+    """Delete every report of a deleted comment (they are never read without it)."""
+    pk = keys.comment_pk(comment_id)
+    params: dict[str, Any] = query_request(
+        table.name,
+        index=None,
+        key=Attr("PK").eq(pk) & Attr("SK").between(keys.REPORT_PREFIX, keys.REPORT_PREFIX + "~"),
+        forward=True,
+        limit=100,
+        projection=["PK", "SK"],
+    )
+    while True:
+        response = await table.client.query(**params)
+        found = [{"PK": i["PK"], "SK": i["SK"]} for i in response.get("Items", [])]
+        for start in range(0, len(found), 25):
+            await _delete(table, found[start : start + 25], backoff)
+        if "LastEvaluatedKey" not in response:
+            return
+        params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+async def _delete(table: TableRef, item_keys: list[Item], backoff: Backoff) -> None:
+    pending: dict[str, Any] = {table.name: [{"DeleteRequest": {"Key": k}} for k in item_keys]}
+    for attempt in range(1, backoff.attempts + 1):
+        response = await table.client.batch_write_item(RequestItems=pending)
+        pending = response.get("UnprocessedItems") or {}
+        if not pending:
+            return
+        await backoff.sleep(attempt)
+    raise StorageUnavailable("storage kept some deletes unprocessed")

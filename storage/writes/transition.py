@@ -1,0 +1,139 @@
+"""Any change of an existing comment, as one conditioned transaction: the comment item
+rewritten whole (or deleted), the counter and leaderboard moves between what it was and
+what it becomes, and whatever other items the transition writes.
+
+Each kind of transition (``edit``, ``moderate``, ``report``, ``reply``, ``delete``) is a
+``decide`` function from the comment as read to a ``Change``; this module reads, decides,
+commits under the condition that the comment is still exactly as read, and on a lost race
+reads again and decides again. Rewriting the whole item means an index key the comment no
+longer belongs to (a listing while not PUBLISHED, the queue while not PENDING) is gone
+with no separate step.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from storage import keys
+from storage.errors import CommentNotFound, StorageError, WriteConflict
+from storage.expressions import delete_request, put_request
+from storage.items import comment_key, comment_to_item
+from storage.model import Comment
+from storage.retry import DEFAULT_BACKOFF, Backoff
+from storage.table import TableRef
+from storage.writes import counters
+from storage.writes.state import Stored, read_stored
+from storage.writes.transaction import CallBudget, Part, transact
+
+COMMENT = "comment"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a transition makes of a comment as read."""
+
+    after: Comment | None  # None: the comment is deleted
+    # Other items written in the same transaction (a report, an author's slot).
+    parts: tuple[Part, ...] = ()
+    # Parts whose own condition failing means the transition must not happen, with the
+    # error that says why (a repeated report).
+    refusals: tuple[tuple[str, Callable[[], StorageError]], ...] = ()
+
+
+Decide = Callable[[Stored], Change]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A committed transition: the comment as it was, and as it now is (None: deleted)."""
+
+    before: Stored
+    after: Comment | None
+
+
+class _Outcome(enum.Enum):
+    COMMITTED = "committed"
+    CHANGED = "changed"  # the comment is not what we read: read again
+    TRANSIENT = "transient"  # conflict or throttling: pause, then again
+
+
+async def apply(
+    table: TableRef,
+    comment_id: str,
+    decide: Decide,
+    *,
+    backoff: Backoff = DEFAULT_BACKOFF,
+) -> Applied:
+    """Read the comment, ``decide`` what it becomes, and commit that with its counter moves
+    under the condition that the comment is still as read; ``CommentNotFound`` when it
+    does not exist. ``decide`` may raise to refuse (and is called again after every lost
+    race, so it must not have effects)."""
+    keys.validate_comment_id(comment_id)
+    budget = CallBudget()
+    transient = 0
+    while True:
+        stored = await read_stored(table, comment_id, budget)
+        if stored is None:
+            raise CommentNotFound(f"comment {comment_id} does not exist")
+        change = decide(stored)
+        if change.after == stored.comment and not change.parts:
+            return Applied(stored, stored.comment)  # nothing to write
+        product_moves = counters.moves(stored.comment, change.after)
+        async with counters.five_star_turn(table, stored.comment.product_id, product_moves):
+            outcome = await _commit(table, stored, change, product_moves, budget, backoff)
+        if outcome is _Outcome.COMMITTED:
+            return Applied(stored, change.after)
+        if outcome is _Outcome.TRANSIENT:
+            transient += 1
+            if transient >= backoff.attempts:
+                raise WriteConflict("storage kept rejecting the write; retry later")
+            await backoff.sleep(transient)
+
+
+async def _commit(
+    table: TableRef,
+    stored: Stored,
+    change: Change,
+    product_moves: list[counters.Move],
+    budget: CallBudget,
+    backoff: Backoff,
+) -> _Outcome:
+    five = counters.FiveStars()
+    if counters.moves_five(product_moves):
+        await counters.learn_five(table, stored.comment.product_id, budget, five)
+    stale = 0
+    while True:
+        parts = [_comment_part(table, stored, change.after)]
+        parts += counters.parts(table, product_moves, five)
+        parts += change.parts
+        cancel = await transact(table, parts, budget)
+        if cancel is None:
+            return _Outcome.COMMITTED
+        if cancel.failed(COMMENT):
+            return _Outcome.CHANGED
+        for name, refusal in change.refusals:
+            if cancel.failed(name):
+                raise refusal()
+        if counters.lost_five_star_race(cancel, five):
+            stale += 1
+            if stale > 2:
+                await backoff.sleep(min(stale - 2, 3))
+            continue
+        counters.check_no_drift(cancel, stored.comment.product_id)
+        if cancel.any_condition_failed:
+            # Another part's own bound failed (an author's slot count below what this
+            # comment holds): the counts drifted, which no retry mends.
+            counters.raise_drift(stored.comment.product_id)
+        return _Outcome.TRANSIENT
+
+
+def _comment_part(table: TableRef, stored: Stored, after: Comment | None) -> Part:
+    if after is None:
+        delete = delete_request(
+            table.name, comment_key(stored.comment.comment_id), stored.unchanged()
+        )
+        return Part(COMMENT, {"Delete": delete})
+    item = comment_to_item(after, version=stored.version + 1, holds_slot=stored.holds_slot)
+    return Part(COMMENT, {"Put": put_request(table.name, item, stored.unchanged())})
