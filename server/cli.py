@@ -32,9 +32,9 @@ from storage.bulk import load_new_products
 from storage.client import open_client
 from storage.cursor import encode_cursor
 from storage.errors import StorageError
+from storage.migrate import migrate
 from storage.model import ListingFilter
 from storage.reads import list_comments
-from storage.migrate import migrate
 from storage.table import TableRef, create_table, ensure_ttl
 from storage.verify import Report, repair, verify
 

@@ -160,8 +160,9 @@ def holds_slot(item: Item) -> bool:
 
 
 def is_comment_item(item: Item) -> bool:
+    """A comment itself (``PK = SK = COMMENT#<id>``), not a report filed under it."""
     pk: str = item.get("PK", {}).get("S", "")
-    return pk.startswith(keys.COMMENT_PREFIX)
+    return pk.startswith(keys.COMMENT_PREFIX) and item.get("SK", {}).get("S") == pk
 
 
 def comment_key(comment_id: str) -> Item:

@@ -141,8 +141,7 @@ class Plan:
             lines.append(f"  where {self.sort_key_condition}")
         if self.filters:
             lines.append(
-                f"  filter {self.filter_text}"
-                f" (matches {self.match_fraction:.1%} of the partition)"
+                f"  filter {self.filter_text} (matches {self.match_fraction:.1%} of the partition)"
             )
         for q in self.queries:
             of = "count unknown" if q.expected_count is None else f"of ~{q.expected_count}"
