@@ -13,9 +13,11 @@ from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
 from storage.errors import CallBudgetExceeded
 from storage.metering import Meter, MeteredClient
+from storage.model import ModerationMode
 from storage.planner import DEFAULT_TUNING, Tuning
 from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, WriteLimits
+from storage.writes.reports import DEFAULT_THRESHOLD
 
 T = TypeVar("T")
 
@@ -36,6 +38,8 @@ class Context:
     write_limits: WriteLimits = DEFAULT_LIMITS
     # Whether pages show their plan to everyone (EXPLAIN); moderators always see it.
     explain: bool = True
+    moderation: ModerationMode = ModerationMode.POST
+    report_threshold: int = DEFAULT_THRESHOLD
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error)."""
@@ -93,6 +97,8 @@ def make_context(
     write_limits: WriteLimits = DEFAULT_LIMITS,
     author_id_secret: str | None = None,
     explain: bool = True,
+    moderation: ModerationMode = ModerationMode.POST,
+    report_threshold: int = DEFAULT_THRESHOLD,
 ) -> Context:
     """A fresh context: new meter, new loaders, the app's client and 5-star locks."""
     meter = Meter()
@@ -114,4 +120,6 @@ def make_context(
         tuning=tuning,
         write_limits=write_limits,
         explain=explain,
+        moderation=moderation,
+        report_threshold=report_threshold,
     )

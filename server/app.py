@@ -265,6 +265,8 @@ class GraphQLApp(GraphQL[Context, None]):
             write_limits=runtime.write_limits,
             author_id_secret=runtime.settings.author_id_key,
             explain=runtime.settings.explain_on,
+            moderation=runtime.settings.moderation_mode,
+            report_threshold=runtime.settings.report_threshold,
         )
 
     async def process_result(

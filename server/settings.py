@@ -14,8 +14,10 @@ from schema import SchemaOptions
 from server.demo import DEMO_PRODUCTS
 from server.http_cache import CachePolicy
 from storage.client import ClientSettings
+from storage.model import ModerationMode
 from storage.planner import DEFAULT_TUNING
 from storage.writes import DEFAULT_LIMITS, WriteLimits
+from storage.writes.reports import DEFAULT_THRESHOLD as DEFAULT_REPORT_THRESHOLD
 
 # Defaults of the layers these settings configure are defined there, once, and read here.
 _CLIENT = ClientSettings()
@@ -164,6 +166,12 @@ class Settings(StorageSettings, TokenSettings):
     # no limit, in WriteLimits.)
     comments_per_product: int = Field(default=DEFAULT_LIMITS.per_product or 0, ge=0)
     comments_per_hour: int = Field(default=DEFAULT_LIMITS.per_hour or 0, ge=0)
+    # post: new comments are published at once; pre: new and edited comments wait as
+    # PENDING until a moderator approves them.
+    moderation: Literal["post", "pre"] = "post"
+    # Distinct viewers whose reports since the last decision return a published comment to
+    # PENDING.
+    report_threshold: int = Field(default=DEFAULT_REPORT_THRESHOLD, ge=1, le=1000)
     # Anonymous queries over GET without errors may be kept by browsers and shared caches
     # (CDN, proxy) this many seconds, and served stale for this many more while one request
     # revalidates them (with the ETag: a 304 when nothing changed). Short, so that a new
@@ -245,6 +253,10 @@ class Settings(StorageSettings, TokenSettings):
     @property
     def cache_policy(self) -> CachePolicy:
         return CachePolicy(self.cache_max_age, self.cache_stale_while_revalidate)
+
+    @property
+    def moderation_mode(self) -> ModerationMode:
+        return ModerationMode(self.moderation)
 
     @property
     def write_limits(self) -> WriteLimits:

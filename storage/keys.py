@@ -50,6 +50,7 @@ IMPORT_PREFIX = "IMPORT#"
 # 1,000 writes per second, far above any shop's rate of new reviews, so it is not sharded
 # (see DESIGN.md, "The life of a comment").
 QUEUE_PK = "MODQUEUE"
+QUEUE_COUNT_SK = "COUNT"
 
 
 def validate_product_id(product_id: object) -> str:

@@ -10,9 +10,9 @@ from typing import Any
 from storage import keys
 from storage.errors import InvalidPageRequest, StorageUnavailable
 from storage.executor import Page, execute
-from storage.expressions import Attr, query_request
+from storage.expressions import Attr, get_request, query_request
 from storage.indexes import SORT_KEY, Index
-from storage.items import comment_key, item_to_comment
+from storage.items import comment_key, item_to_comment, number
 from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
 from storage.planner import (
     DEFAULT_TUNING,
@@ -33,6 +33,8 @@ from storage.stats import (
 )
 from storage.table import TableRef
 from storage.types import Item, Response
+from storage.writes.counters import QUEUE_COUNT_ATTR, queue_count_key
+from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
 
 BATCH_GET_MAX = 100
 # How many leaderboard entries one request may ask for, and how many it gets by default.
@@ -139,6 +141,37 @@ async def moderation_queue(table: TableRef, page: PageRequest) -> Page:
     read = await execute(table, plan_queue(page))
     # The executor returns pages newest first; the queue is shown the other way round.
     return replace(read, comments=read.comments[::-1], positions=read.positions[::-1])
+
+
+async def queue_length(table: TableRef) -> int:
+    """How many comments are PENDING (the queue's maintained count)."""
+    response = await table.client.get_item(
+        **get_request(table.name, queue_count_key(), projection=[QUEUE_COUNT_ATTR])
+    )
+    return number(response.get("Item") or {}, QUEUE_COUNT_ATTR)
+
+
+async def author_total(table: TableRef, author_id: str) -> int:
+    """How many comments an author has, from their per-product counts (the items the
+    per-product limit keeps, one per product they commented on): one query of their
+    partition, exact for every comment that holds a slot (all but those written before
+    slots existed)."""
+    total = 0
+    params = query_request(
+        table.name,
+        index=None,
+        key=Attr("PK").eq(keys.author_pk(author_id))
+        & Attr("SK").between(keys.PRODUCT_PREFIX, keys.PRODUCT_PREFIX + "~"),
+        forward=True,
+        limit=1000,
+        projection=[SLOT_COUNT_ATTR],
+    )
+    while True:
+        response = await table.client.query(**params)
+        total += sum(number(i, SLOT_COUNT_ATTR) for i in response.get("Items", []))
+        if "LastEvaluatedKey" not in response:
+            return total
+        params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 async def last_commented_at(table: TableRef, product_ids: Sequence[str]) -> list[str | None]:

@@ -19,6 +19,7 @@ from storage import keys
 from storage.errors import ConditionFailed
 from storage.expressions import Attr, Update
 from storage.items import holds_slot, is_comment_item, item_to_comment, number
+from storage.model import Status
 from storage.stats import (
     TALLY_SIZE,
     StatsScope,
@@ -35,19 +36,24 @@ from storage.table import TableRef
 from storage.types import Item, Response
 from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
 
-SlotKey = tuple[str, str]  # (author partition, PRODUCT#<product>)
+# A count item's key: (author partition, PRODUCT#<product>) for an author's comments on a
+# product, or the moderation queue's length.
+SlotKey = tuple[str, str]
+_QUEUE: SlotKey = (keys.QUEUE_PK, keys.QUEUE_COUNT_SK)
 
 
 @dataclass(frozen=True, slots=True)
 class SlotDrift:
-    """An author's count of comments on a product that disagrees with the comments."""
+    """A count item (an author's comments on a product, the moderation queue's length) that
+    disagrees with the comments."""
 
     key: SlotKey
     stored: int | None
     expected: int
 
     def describe(self) -> str:
-        return f"{self.key[0]} {self.key[1]}: author's comments {self.stored} != {self.expected}"
+        what = "pending comments" if self.key == _QUEUE else "author's comments"
+        return f"{self.key[0]} {self.key[1]}: {what} {self.stored} != {self.expected}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +129,17 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
                 c = item_to_comment(item)
                 if c.published:
                     count_in(tallies, c.product_id, c.language, c.rating, verified=c.verified)
+                if c.status is Status.PENDING:
+                    slots[_QUEUE] += 1
                 if holds_slot(item):
                     pid = c.product_id
                     author = item["author"]["S"]
                     slots[(keys.author_pk(author), keys.author_product_sk(pid))] += 1
             elif is_stats_item(item):
                 stored[scope_of(item)] = item
-            elif pk.startswith(keys.AUTHOR_PREFIX) and sk.startswith(keys.PRODUCT_PREFIX):
+            elif (pk, sk) == _QUEUE or (
+                pk.startswith(keys.AUTHOR_PREFIX) and sk.startswith(keys.PRODUCT_PREFIX)
+            ):
                 stored_slots[(pk, sk)] = number(item, SLOT_COUNT_ATTR)
         scanned += response.get("ScannedCount", 0)
         if progress is not None:

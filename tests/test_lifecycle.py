@@ -9,7 +9,14 @@ import pytest
 from storage.errors import NoReply, NotAuthor, NotPublished, OwnComment
 from storage.indexes import Index
 from storage.model import ListingFilter, ModerationMode, NewComment, PageRequest, Status
-from storage.reads import author_comments, get_counts, list_comments, moderation_queue
+from storage.reads import (
+    author_comments,
+    author_total,
+    get_counts,
+    list_comments,
+    moderation_queue,
+    queue_length,
+)
 from storage.table import TableRef
 from storage.verify import verify
 from storage.writes import create_comment
@@ -54,12 +61,14 @@ async def test_pre_moderation_holds_a_comment_until_approved(fresh: TableRef) ->
     assert await listed(fresh, ListingFilter(pid)) == []
     assert (await get_counts(fresh, pid, None)).total == 0
     assert await queued(fresh) == [cid]
+    assert await queue_length(fresh) == 1
     await assert_exact(fresh)
 
     approved = await moderate_comment(fresh, cid, Decision.APPROVE, moderator="mod", note="ok")
     assert approved.status is Status.PUBLISHED
     assert approved.moderation.decided_by == "mod"
     assert await queued(fresh) == []
+    assert await queue_length(fresh) == 0
     assert await listed(fresh, ListingFilter(pid)) == [cid]
     assert await listed(fresh, ListingFilter(pid, verified_only=True)) == [cid]
     counts = await get_counts(fresh, pid, "en")
@@ -157,6 +166,7 @@ async def test_the_author_index_has_every_status_newest_first(fresh: TableRef) -
     assert [c.comment_id for c in page.comments] == ids[::-1][:2]
     assert page.has_more
     assert page.plan.index is Index.BY_AUTHOR
+    assert await author_total(fresh, "writer") == 3
     rest = await author_comments(fresh, "writer", PageRequest(size=2, position=page.positions[-1]))
     assert [c.comment_id for c in rest.comments] == [ids[0]]
 
@@ -166,6 +176,8 @@ async def test_delete_of_a_pending_comment_moves_no_counter(fresh: TableRef) -> 
     made = await create_comment(
         fresh, NewComment(pid, "en", 5, "x", "ann"), moderation=ModerationMode.PRE
     )
+    assert await queue_length(fresh) == 1
     await delete_comment(fresh, made.comment.comment_id)
     assert await queued(fresh) == []
+    assert await queue_length(fresh) == 0
     await assert_exact(fresh)

@@ -17,13 +17,38 @@ from storage import keys, stats
 from storage.errors import CounterInvariantBroken
 from storage.expressions import Attr, Update, get_request
 from storage.items import number
-from storage.model import Comment
+from storage.model import Comment, Status
 from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Cancellation, Part
 
 FIVE = stats.FIVE_ATTR
 ALL = "stats"
 LANGUAGE = "stats-language"
+QUEUE = "queue-count"
+# The moderation queue's length: one item, moved with every entry into and exit from
+# PENDING, so moderationQueue's totalCount is exact without a scan.
+QUEUE_COUNT_ATTR = "n"
+
+
+def queue_count_key() -> dict[str, dict[str, str]]:
+    return {"PK": {"S": keys.QUEUE_PK}, "SK": {"S": keys.QUEUE_COUNT_SK}}
+
+
+def queue_parts(table: TableRef, before: Comment | None, after: Comment | None) -> list[Part]:
+    """The queue length's move when a comment enters (+1) or leaves (-1) PENDING; a
+    decrement conditions on the count holding it (below zero would be drift)."""
+    delta = _pending(after) - _pending(before)
+    if not delta:
+        return []
+    u = Update()
+    u.add(QUEUE_COUNT_ATTR, delta)
+    if delta < 0:
+        u.condition(Attr(QUEUE_COUNT_ATTR).ge(-delta))
+    return [Part(QUEUE, {"Update": u.request(table.name, queue_count_key())})]
+
+
+def _pending(c: Comment | None) -> int:
+    return int(c is not None and c.status is Status.PENDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +177,7 @@ def lost_five_star_race(cancel: Cancellation, five: FiveStars) -> bool:
 
 def check_no_drift(cancel: Cancellation, product_id: str) -> None:
     """Raise when a counter's own condition failed (it would have gone below zero)."""
-    if any(name.startswith(ALL) for name in cancel.reasons if cancel.failed(name)):
+    if any(name.startswith(ALL) or name == QUEUE for name in cancel.reasons if cancel.failed(name)):
         raise_drift(product_id)
 
 

@@ -113,6 +113,7 @@ def _parts(
     )
     parts.append(Part(COMMENT, {"Put": put}))
     parts += counters.parts(table, counters.moves(None, comment), five)
+    parts += counters.queue_parts(table, None, comment)
     parts.append(
         limits.product_part(
             table, comment.author_id, comment.product_id, 1, write_limits.per_product

@@ -107,6 +107,7 @@ async def _commit(
     while True:
         parts = [_comment_part(table, stored, change.after)]
         parts += counters.parts(table, product_moves, five)
+        parts += counters.queue_parts(table, stored.comment, change.after)
         parts += change.parts
         cancel = await transact(table, parts, budget)
         if cancel is None:
