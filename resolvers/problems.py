@@ -53,7 +53,10 @@ _CODES: tuple[tuple[type[storage_errors.StorageError], ProblemCode], ...] = (
     (storage_errors.TextMissing, ProblemCode.REQUIRED),
     (storage_errors.InvalidInput, ProblemCode.INVALID),
     (storage_errors.CommentNotFound, ProblemCode.NOT_FOUND),
+    (storage_errors.NoReply, ProblemCode.NOT_FOUND),
     (storage_errors.NotAuthor, ProblemCode.FORBIDDEN),
+    (storage_errors.OwnComment, ProblemCode.FORBIDDEN),
+    (storage_errors.NotPublished, ProblemCode.FORBIDDEN),
     (storage_errors.IdempotencyKeyReused, ProblemCode.IDEMPOTENCY_KEY_REUSED),
     (storage_errors.CommentsPerProductLimit, ProblemCode.LIMIT_REACHED),
 )
@@ -62,7 +65,7 @@ _CODES: tuple[tuple[type[storage_errors.StorageError], ProblemCode], ...] = (
 # Words for clients where storage's own message is written for logs (it names the id).
 _MESSAGES: tuple[tuple[type[storage_errors.StorageError], str], ...] = (
     (storage_errors.CommentNotFound, "the comment does not exist"),
-    (storage_errors.NotAuthor, "only the author or a moderator may delete this comment"),
+    (storage_errors.NoReply, "the comment has no reply"),
 )
 
 

@@ -15,7 +15,8 @@ times it can run, which is the product of the page sizes and list lengths above 
                                          per ITEMS_PER_RESPONSE items of the page, as
                                          DynamoDB ends a response at 1 MB. Fields below run
                                          page-size times.
-    Mutation.createComment / delete      MUTATION_STORAGE_CALLS
+    Query.moderationQueue, Viewer.comments  1 (the count) + one partition's page
+    Mutation.*                           MUTATION_STORAGE_CALLS (a report: one more)
 
 Nodes count every object of the response (a connection, each edge, each comment...), with
 list fields at their longest; an object that selects one field under several aliases counts
@@ -66,9 +67,18 @@ from resolvers.context import Context
 from resolvers.errors import BadUserInput
 from resolvers.pages import page_size
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
+from schema.viewer import KNOWN_ROLES
 from storage import keys
 from storage.errors import InvalidInput
-from storage.model import AUTHOR_MAX, BODY_MAX, PAGE_SIZE_MAX, TITLE_MAX
+from storage.model import (
+    AUTHOR_MAX_BYTES,
+    BODY_MAX_BYTES,
+    NOTE_MAX_BYTES,
+    PAGE_SIZE_MAX,
+    REPLY_MAX_BYTES,
+    REPORT_REASONS,
+    TITLE_MAX_BYTES,
+)
 from storage.reads import LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
 
@@ -76,15 +86,24 @@ from storage.writes import MAX_WRITE_CALLS
 # deleteComment, retries included (a guarantee of storage.writes).
 MUTATION_STORAGE_CALLS = MAX_WRITE_CALLS
 # DynamoDB ends a Query response at 1 MB of items, so a page of large comments takes
-# several calls. The largest comment item: its texts at 4 UTF-8 bytes a character, plus
-# under 2 KiB of ids, keys and attribute names.
+# several calls. The largest comment item: its texts at their limits in UTF-8 bytes (the
+# body, title, author's names, the merchant's reply and its author, the moderator's note
+# and name), plus under 4 KiB of ids, keys, times and attribute names.
 RESPONSE_BYTES = 1024 * 1024
-ITEM_BYTES_MAX = 4 * (BODY_MAX + TITLE_MAX + 2 * AUTHOR_MAX) + 2048
+ITEM_BYTES_MAX = (
+    BODY_MAX_BYTES
+    + TITLE_MAX_BYTES
+    + 4 * AUTHOR_MAX_BYTES
+    + REPLY_MAX_BYTES
+    + NOTE_MAX_BYTES
+    + 4096
+)
 ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
 # A fan-out or filtered read: the first round, then the top-ups of storage.executor.
 ROUNDS = 2
-# Naming all five ratings is no filter, so a fan-out reads at most four partitions.
-FAN_OUT_MAX = len(keys.RATINGS) - 1
+# Naming all five ratings is no filter, so a fan-out reads at most four partitions; a
+# verified-only read fans out over all five (the verified indexes are per rating).
+FAN_OUT_MAX = len(keys.RATINGS)
 # The longest leaderboard storage.reads.leaderboard returns.
 TOP_MAX = LEADERBOARD_MAX
 # Objects a response may hold by default (see the README: a page of 100 comments with
@@ -142,10 +161,26 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
             )
         with suppress(InvalidInput):
             ratings = keys.validate_ratings(args.get("ratings"))
-            width = 0 if ratings is None else len(ratings)
+            if ratings is not None:
+                width = len(ratings)
+            elif args.get("verifiedOnly") is False:
+                width = 0  # one partition
+            # else: verified only (or unknown), a fan-out over every rating
     queries = 0
     if size > 0:
         queries = _page_calls(size) * (1 if width <= 1 else ROUNDS * width)
+    return FieldCost(1 + queries, 1, Lengths(size, queries))
+
+
+def _partition(args: Args, _: Lengths) -> FieldCost:
+    """One partition's page (an author's comments, the queue) and its count's read."""
+    size = PAGE_SIZE_MAX
+    if args is not None:
+        with suppress(BadUserInput):
+            size = page_size(
+                args.get("first"), args.get("after"), args.get("last"), args.get("before")
+            )
+    queries = _page_calls(size) if size > 0 else 0
     return FieldCost(1 + queries, 1, Lengths(size, queries))
 
 
@@ -180,8 +215,16 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Product", "stats"): _calls(1),
     ("Product", "lastCommentedAt"): _calls(1),
     ("Product", "comments"): _comments,
+    ("Query", "moderationQueue"): _partition,
+    ("Viewer", "comments"): _partition,
     ("Mutation", "createComment"): _calls(MUTATION_STORAGE_CALLS),
     ("Mutation", "deleteComment"): _calls(MUTATION_STORAGE_CALLS),
+    ("Mutation", "updateComment"): _calls(MUTATION_STORAGE_CALLS),
+    ("Mutation", "moderateComment"): _calls(MUTATION_STORAGE_CALLS),
+    # A repeated report reads the comment once more to return it.
+    ("Mutation", "reportComment"): _calls(MUTATION_STORAGE_CALLS + 1),
+    ("Mutation", "replyToComment"): _calls(MUTATION_STORAGE_CALLS),
+    ("Mutation", "deleteReply"): _calls(MUTATION_STORAGE_CALLS),
     ("CommentConnection", "edges"): _length(lambda lengths: lengths.page),
     ("CommentConnection", "nodes"): _length(lambda lengths: lengths.page),
     ("QueryPlan", "queries"): _length(lambda lengths: lengths.queries),
@@ -190,6 +233,14 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     # One problem per input field at most (createComment checks six), else one of a rule.
     ("CreateCommentPayload", "userErrors"): _length(lambda _: 6),
     ("DeleteCommentPayload", "userErrors"): _length(lambda _: 1),
+    # updateComment checks five fields; the others two at most.
+    ("UpdateCommentPayload", "userErrors"): _length(lambda _: 5),
+    ("ModerateCommentPayload", "userErrors"): _length(lambda _: 2),
+    ("ReportCommentPayload", "userErrors"): _length(lambda _: 2),
+    ("ReplyToCommentPayload", "userErrors"): _length(lambda _: 2),
+    ("DeleteReplyPayload", "userErrors"): _length(lambda _: 1),
+    ("Viewer", "roles"): _length(lambda _: len(KNOWN_ROLES)),
+    ("Moderation", "reasons"): _length(lambda _: len(REPORT_REASONS)),
     ("UserError", "field"): _length(lambda _: 2),  # ["input", "<field>"]
 }
 

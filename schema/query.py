@@ -9,14 +9,18 @@ import strawberry
 from strawberry import relay
 
 from resolvers.comments import reads as comment_reads
+from resolvers.comments.visibility import reader
 from resolvers.products import stats
+from schema.comments.connection import CommentConnection
 from schema.comments.types import Comment
 from schema.context import Info
 from schema.products import leaderboard
 from schema.products.leaderboard import ProductRanking
 from schema.products.types import Product
 from schema.relay import decode_global_id
+from schema.viewer import Viewer
 from storage import keys
+from storage.model import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from storage.reads import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 
 
@@ -60,6 +64,21 @@ class Query:
     async def comment(self, info: Info, comment_id: strawberry.ID) -> Comment | None:
         found = await comment_reads.comment(info.context, comment_id)
         return None if found is None else Comment.of(found)
+
+    @strawberry.field(description="The signed-in viewer; null without a valid token.")
+    def viewer(self, info: Info) -> Viewer | None:
+        who = reader(info.context)
+        return None if who is None else Viewer.of(who)
+
+    @strawberry.field(
+        description="PENDING comments, oldest first, for moderators (FORBIDDEN otherwise). "
+        f"first: 0..{PAGE_SIZE_MAX} (default {PAGE_SIZE_DEFAULT})."
+    )
+    async def moderation_queue(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> CommentConnection | None:
+        listing = await comment_reads.moderation_queue(info.context, first=first, after=after)
+        return CommentConnection.from_listing(listing)
 
     @strawberry.field(
         description="Leaderboard (AP11): products with the most 5-star comments, most first; "

@@ -6,7 +6,7 @@ from typing import Self
 
 import strawberry
 
-from resolvers.problems import Problem, ProblemCode
+from resolvers.problems import Problem, ProblemCode, Problems
 
 UserErrorCode = strawberry.enum(
     ProblemCode,
@@ -26,6 +26,11 @@ class UserError:
     )
     message: str = strawberry.field(description="What is wrong, with the limit where one applies.")
     code: ProblemCode = strawberry.field(description="Why the input was refused.")
+
+    @classmethod
+    def all(cls, refused: Problems) -> list[Self]:
+        """Every problem of a refused mutation, in order."""
+        return [cls.of(p) for p in refused.problems]
 
     @classmethod
     def of(cls, problem: Problem) -> Self:

@@ -216,8 +216,34 @@ def test_invalid_page_arguments_are_priced_at_their_worst(args: str) -> None:
 
 
 def test_invalid_ratings_are_priced_as_the_widest_fan_out() -> None:
+    # The widest fan-out reads all five ratings (verified only; otherwise naming all five
+    # is no filter): the counters, then two rounds of five queries.
     query = '{ product(productId: "p") { comments(ratings: [0, 9]) { totalCount } } }'
-    assert estimate(SCHEMA, parse(query), None, None).points == 1 + 2 * 4
+    assert estimate(SCHEMA, parse(query), None, None).points == 1 + 2 * 5
+
+
+@pytest.mark.parametrize(
+    ("args", "points"),
+    [
+        ("first: 20", 1 + 1),  # one partition
+        ("verifiedOnly: false", 1 + 1),
+        ("verifiedOnly: true", 1 + 2 * 5),  # a fan-out over the five verified ratings
+        ("verifiedOnly: true, ratings: [4, 5]", 1 + 2 * 2),
+        ("verifiedOnly: true, ratings: [5]", 1 + 1),
+    ],
+)
+def test_verified_only_is_priced_as_the_fan_out_it_reads(args: str, points: int) -> None:
+    query = '{ product(productId: "p") { comments(' + args + ") { totalCount } } }"
+    assert estimate(SCHEMA, parse(query), None, None).points == points
+
+
+def test_a_verified_filter_in_a_variable_is_priced_at_its_value() -> None:
+    query = (
+        'query($v: Boolean!) { product(productId: "p") { comments(verifiedOnly: $v) '
+        "{ totalCount } } }"
+    )
+    assert estimate(SCHEMA, parse(query), None, {"v": True}).points == 1 + 2 * 5
+    assert estimate(SCHEMA, parse(query), None, {"v": False}).points == 1 + 1
 
 
 @pytest.fixture(scope="module")

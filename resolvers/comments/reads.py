@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from resolvers.comments.visibility import visible
 from resolvers.context import Context
+from resolvers.errors import Forbidden, Unauthenticated
 from resolvers.pages import page_request
 from resolvers.products.stats import counts
 from storage import keys
 from storage.executor import Page
-from storage.model import Comment, Direction, ListingFilter
-from storage.reads import list_comments
+from storage.model import Comment, Direction, ListingFilter, PageRequest
+from storage.reads import author_comments, author_total, list_comments, queue_length
+from storage.reads import moderation_queue as read_queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +38,15 @@ async def comments(
     after: str | None,
     last: int | None,
     before: str | None,
+    verified_only: bool = False,
 ) -> Listing:
-    """One page of a product's comments; totals and plan come from the same stats read."""
-    listing = ListingFilter(pid, language, None if ratings is None else frozenset(ratings))
+    """One page of a product's published comments; totals and plan come from the same
+    stats read (the verified counters for ``verified_only``)."""
+    listing = ListingFilter(
+        pid, language, None if ratings is None else frozenset(ratings), verified_only
+    )
     request = page_request(first, after, last, before)
-    if listing.ratings is None:
+    if listing.ratings is None and not verified_only:
         # One partition whatever the counts: read the page while the loader reads them.
         stats, page = await asyncio.gather(
             counts(ctx, listing.product_id, listing.language),
@@ -50,15 +57,63 @@ async def comments(
         page = await ctx.storage(
             list_comments(ctx.table, listing, request, stats=stats, tuning=ctx.tuning)
         )
+    if verified_only:
+        stats = stats.only_verified()
+    return _listing(ctx, page, stats.matching(listing.ratings), request, after, before)
+
+
+def _listing(
+    ctx: Context,
+    page: Page,
+    total: int,
+    request: PageRequest,
+    after: str | None,
+    before: str | None,
+) -> Listing:
     # Relay: the flag for the direction of travel is exact; the other one says whether the
     # client came from a cursor (items may exist on that side), without a read to prove it.
     if request.direction is Direction.FORWARD:
         has_next, has_previous = page.has_more, after is not None
     else:
         has_next, has_previous = before is not None, page.has_more
-    return Listing(page, stats.matching(listing.ratings), has_next, has_previous, ctx.may_explain())
+    return Listing(page, total, has_next, has_previous, ctx.may_explain())
 
 
 async def comment(ctx: Context, comment_id: str) -> Comment | None:
-    """A comment by id, or None; through the request's comment loader."""
-    return await ctx.storage(ctx.loaders.comments.load(keys.validate_comment_id(comment_id)))
+    """A comment by id, or None when it does not exist or the viewer may not see it;
+    through the request's comment loader."""
+    found = await ctx.storage(ctx.loaders.comments.load(keys.validate_comment_id(comment_id)))
+    return visible(ctx, found)
+
+
+async def viewer_comments(
+    ctx: Context,
+    author_id: str,
+    *,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+) -> Listing:
+    """The viewer's own comments in every status, newest first, with their exact total."""
+    request = page_request(first, after, last, before)
+    total, page = await asyncio.gather(
+        ctx.storage(author_total(ctx.table, author_id)),
+        ctx.storage(author_comments(ctx.table, author_id, request)),
+    )
+    return _listing(ctx, page, total, request, after, before)
+
+
+async def moderation_queue(ctx: Context, *, first: int | None, after: str | None) -> Listing:
+    """PENDING comments, oldest first, for moderators (FORBIDDEN for anyone else)."""
+    who = ctx.viewer()
+    if who is None:
+        raise Unauthenticated("the moderation queue needs an Authorization: Bearer <token>")
+    if not who.is_moderator:
+        raise Forbidden("only moderators may read the moderation queue")
+    request = page_request(first, after, None, None)
+    total, page = await asyncio.gather(
+        ctx.storage(queue_length(ctx.table)),
+        ctx.storage(read_queue(ctx.table, request)),
+    )
+    return _listing(ctx, page, total, request, after, None)

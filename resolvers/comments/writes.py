@@ -1,4 +1,6 @@
-"""Creating and deleting comments on behalf of an authenticated viewer."""
+"""Creating and deleting comments on behalf of an authenticated viewer. A new comment is a
+verified purchase when the viewer's token lists the product in its ``purchases`` claim; it
+is published at once or waits for a moderator, as MODERATION says."""
 
 from __future__ import annotations
 
@@ -50,12 +52,15 @@ async def create_comment(
             author_name=who.name,
             title=title,
             idempotency_key=idempotency_key,
+            verified=who.bought(product_id),
         ),
     )
     checks.raise_any()
     assert new is not None
     try:
-        result = await ctx.storage(store_comment(ctx.table, new, write_limits=ctx.write_limits))
+        result = await ctx.storage(
+            store_comment(ctx.table, new, write_limits=ctx.write_limits, moderation=ctx.moderation)
+        )
     except IdempotencyKeyReused as exc:
         raise refused(exc, (*field, "idempotencyKey")) from exc
     except CommentsPerProductLimit as exc:

@@ -108,7 +108,8 @@ def edge_of(comment: model.Comment) -> relay.Edge[Comment]:
 
 @strawberry.type(
     name="CommentConnection",
-    description="A page of comments, newest first, with exact totals and its EXPLAIN.",
+    description="A page of comments in the order of its listing (newest first, the "
+    "moderation queue oldest first), with exact totals and its EXPLAIN.",
 )
 class CommentConnection(relay.Connection[Comment]):
     nodes: list[Comment] = strawberry.field(description="The comments of this page, in order.")
@@ -122,7 +123,13 @@ class CommentConnection(relay.Connection[Comment]):
 
     @classmethod
     def from_listing(cls, listing: Listing) -> Self:
-        edges = [edge_of(c) for c in listing.page.comments]
+        # A cursor is the comment's position in the order read (the queue orders by
+        # submission time, every other listing by creation time).
+        page = listing.page
+        edges = [
+            relay.Edge(cursor=encode_cursor(position), node=Comment.of(c))
+            for c, position in zip(page.comments, page.positions, strict=True)
+        ]
         cursors = [e.cursor for e in edges]
         return cls(
             edges=edges,

@@ -71,7 +71,7 @@ class DeleteCommentPayload:
     )
 
 
-def _comment_id(value: str) -> str:
+def comment_id_of(value: str) -> str:
     """A commentId, or the node id inside a Comment global id."""
     try:
         type_name, node_id = decode_global_id(value)
@@ -106,7 +106,7 @@ async def create_comment(info: Info, input: CreateCommentInput) -> CreateComment
 
 async def delete_comment(info: Info, input: DeleteCommentInput) -> DeleteCommentPayload:
     try:
-        deleted = await writes.delete_comment(info.context, _comment_id(input.id))
+        deleted = await writes.delete_comment(info.context, comment_id_of(input.id))
     except Problems as refused:
         return DeleteCommentPayload(
             deleted_id=None, product=None, user_errors=[UserError.of(p) for p in refused.problems]

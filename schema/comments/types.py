@@ -8,6 +8,8 @@ import strawberry
 from strawberry import relay
 
 from resolvers import authors
+from resolvers.comments.visibility import reader
+from schema.comments.lifecycle import CommentStatus, MerchantReply, Moderation
 from schema.context import Info
 from schema.products.types import Product
 from schema.scalars import DateTime
@@ -39,9 +41,29 @@ class Comment(relay.Node):
     def resolve_id(cls, root: Self, *, info: Info) -> str:
         return str(root.comment_id)
 
+    status: CommentStatus = strawberry.field(
+        description="PUBLISHED comments are listed and counted; PENDING and REJECTED ones "
+        "are seen by their author and moderators only."
+    )
+    edited_at: DateTime | None = strawberry.field(
+        description="When the author last changed the text, rating or language; null if never."
+    )
+    verified_purchase: bool = strawberry.field(
+        description="True when the author's token listed this product in its `purchases` "
+        "claim when the comment was written."
+    )
+    merchant_reply: MerchantReply | None = strawberry.field(
+        description="The merchant's answer; null when there is none."
+    )
+
     @classmethod
     def of(cls, c: model.Comment) -> Self:
         return cls(
+            status=CommentStatus[c.status.name],
+            edited_at=None if c.edited_at is None else DateTime(c.edited_at),
+            verified_purchase=c.verified,
+            merchant_reply=None if c.reply is None else MerchantReply.of(c.reply),
+            stored=c,
             comment_id=strawberry.ID(c.comment_id),
             product_id=strawberry.ID(c.product_id),
             rating=c.rating,
@@ -55,6 +77,24 @@ class Comment(relay.Node):
 
     # The token's sub of the author: never shown as is, except to its owner and moderators.
     subject: strawberry.Private[str]
+    stored: strawberry.Private[model.Comment]
+
+    @strawberry.field(description="Moderation details; null unless the viewer is a moderator.")
+    def moderation(self, info: Info) -> Moderation | None:
+        who = reader(info.context)
+        if who is None or not who.is_moderator:
+            return None
+        return Moderation.of(self.stored.moderation)
+
+    @strawberry.field(
+        description="The moderator's note on the last decision (why it was rejected); null "
+        "unless the viewer is the author or a moderator, or when there is none."
+    )
+    def moderation_note(self, info: Info) -> str | None:
+        who = reader(info.context)
+        if who is None or not (who.is_moderator or who.author_id == self.subject):
+            return None
+        return self.stored.moderation.note
 
     @strawberry.field(
         description="An opaque, stable identifier of the author: the same on all their "

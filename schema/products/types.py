@@ -60,21 +60,27 @@ class Product(relay.Node):
         return cls(product_id=strawberry.ID(product_id))
 
     @strawberry.field(
-        description="Counts per rating (AP7-AP10); language null means all languages."
+        description="Counters of published comments per rating (AP7-AP10); language null "
+        "means all languages; verifiedOnly counts verified purchases only."
     )
-    async def stats(self, info: Info, language: str | None = None) -> RatingStats | None:
-        return RatingStats.from_counts(await stats.counts(info.context, self.product_id, language))
+    async def stats(
+        self, info: Info, language: str | None = None, verified_only: bool = False
+    ) -> RatingStats | None:
+        counts = await stats.counts(info.context, self.product_id, language)
+        return RatingStats.from_counts(counts.only_verified() if verified_only else counts)
 
     @strawberry.field(
-        description="AP1-AP3, AP6: comments newest first. ratings: any subset of 1..5 (empty or "
-        f"null = all). first/last: 0..{PAGE_SIZE_MAX} (default {PAGE_SIZE_DEFAULT}). Cursors are "
-        "opaque keyset positions."
+        description="AP1-AP3, AP6: published comments newest first. ratings: any subset of "
+        f"1..5 (empty or null = all); verifiedOnly keeps verified purchases. first/last: "
+        f"0..{PAGE_SIZE_MAX} (default {PAGE_SIZE_DEFAULT}). Cursors are opaque keyset "
+        "positions."
     )
     async def comments(
         self,
         info: Info,
         language: str | None = None,
         ratings: list[int] | None = None,
+        verified_only: bool = False,
         first: int | None = None,
         after: str | None = None,
         last: int | None = None,
@@ -91,6 +97,7 @@ class Product(relay.Node):
             after=after,
             last=last,
             before=before,
+            verified_only=verified_only,
         )
         return CommentConnection.from_listing(page)
 

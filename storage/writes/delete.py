@@ -5,7 +5,9 @@ without it)."""
 
 from __future__ import annotations
 
-from storage.errors import NotAuthor
+from contextlib import suppress
+
+from storage.errors import CommentNotFound, NotAuthor, StorageError
 from storage.model import Comment
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
@@ -31,7 +33,10 @@ async def delete_comment(
 
     def decide(stored: Stored) -> Change:
         if author_id is not None and stored.comment.author_id != author_id:
-            raise NotAuthor("the comment belongs to another author")
+            if not stored.comment.published:
+                # Unpublished comments exist for their author and moderators only.
+                raise CommentNotFound(f"comment {comment_id} does not exist")
+            raise NotAuthor("only the author or a moderator may delete this comment")
         slot: tuple[Part, ...] = ()
         if stored.holds_slot:
             c = stored.comment
@@ -39,5 +44,8 @@ async def delete_comment(
         return Change(None, parts=slot)
 
     applied = await apply(table, comment_id, decide, backoff=backoff)
-    await reports.remove_all(table, comment_id)
+    # The delete has committed: a failure here leaves reports that are never read without
+    # their comment and expire on their own (reports.RETENTION).
+    with suppress(StorageError):
+        await reports.remove_all(table, comment_id)
     return applied.before.comment

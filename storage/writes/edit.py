@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from storage import keys
-from storage.errors import NotAuthor
+from storage.errors import CommentNotFound, NotAuthor
 from storage.model import Comment, ModerationMode, Status, clean_body, clean_title
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
@@ -84,6 +84,9 @@ async def edit_comment(
 
     def decide(stored: Stored) -> Change:
         if stored.comment.author_id != author_id:
+            if not stored.comment.published:
+                # Unpublished comments exist for their author and moderators only.
+                raise CommentNotFound(f"comment {comment_id} does not exist")
             raise NotAuthor("only the author may edit a comment")
         return Change(edited(stored.comment, edit, moderation, now))
 

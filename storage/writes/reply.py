@@ -53,11 +53,18 @@ async def reply_to_comment(
 
 
 async def delete_reply(
-    table: TableRef, comment_id: str, *, backoff: Backoff = DEFAULT_BACKOFF
+    table: TableRef,
+    comment_id: str,
+    *,
+    published_only: bool = False,
+    backoff: Backoff = DEFAULT_BACKOFF,
 ) -> Comment:
-    """Remove the merchant's reply; ``NoReply`` when there is none."""
+    """Remove the merchant's reply; ``NoReply`` when there is none, ``NotPublished`` for an
+    unpublished comment when ``published_only``."""
 
     def decide(stored: Stored) -> Change:
+        if published_only and not stored.comment.published:
+            raise NotPublished("the comment is not published")
         if stored.comment.reply is None:
             raise NoReply("the comment has no reply")
         return Change(replace(stored.comment, reply=None))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from storage import keys
@@ -21,6 +21,7 @@ from storage.errors import (
     StorageUnavailable,
 )
 from storage.expressions import Attr, put_request, query_request
+from storage.items import EXPIRES_ATTR
 from storage.model import REPORT_REASONS, Comment, Status, clean_note
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
@@ -33,6 +34,9 @@ from storage.writes.transition import Change, apply
 PART = "report"
 DEFAULT_THRESHOLD = 3
 _ROUND = "round"
+# Reports are removed with their comment, and expire on their own after this long (also
+# when that removal did not run to its end): a viewer may then report the comment again.
+RETENTION = timedelta(days=400)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,8 @@ async def report_comment(
     if isinstance(threshold, bool) or threshold < 1:
         raise ValueError("the report threshold must be a positive integer")
     note = clean_note(note)
-    now = keys.format_timestamp(clock())
+    moment = clock()
+    now = keys.format_timestamp(moment)
 
     def decide(stored: Stored) -> Change:
         c = stored.comment
@@ -83,12 +88,17 @@ async def report_comment(
             _ROUND: {"N": str(c.moderation.round)},
             "reason": {"S": reason},
             "createdAt": {"S": now},
+            EXPIRES_ATTR: {"N": str(int((moment + RETENTION).timestamp()))},
         }
         if note is not None:
             record["note"] = {"S": note}
         # A report of an earlier round (before a decision) is replaced; one of this round
         # makes the whole transaction fail: a repeat.
-        fresh = Attr("PK").not_exists() | Attr(_ROUND).lt(c.moderation.round)
+        fresh = (
+            Attr("PK").not_exists()
+            | Attr(_ROUND).lt(c.moderation.round)
+            | Attr(EXPIRES_ATTR).lt(int(moment.timestamp()))
+        )
         return Change(
             reported(c, reason, threshold, now),
             parts=(Part(PART, {"Put": put_request(table.name, record, fresh)}),),

@@ -20,15 +20,17 @@ export type CreateCommentInput = {
   title?: string | null | undefined;
 };
 
-/** The access path of a page: one index (ALL, BY_LANG, BY_RATING, BY_LANG_AND_RATING), parallel queries merged (FAN_OUT), one index read with a filter (FILTERED_SCAN_OF_INDEX), or nothing to read (EMPTY). */
+/** The access path of a page: one index (ALL, BY_LANG, BY_RATING, BY_LANG_AND_RATING), parallel queries merged (FAN_OUT), one index read with a filter (FILTERED_SCAN_OF_INDEX), or nothing to read (EMPTY); BY_AUTHOR and MODERATION_QUEUE page the viewer's own comments and the moderation queue. */
 export type PlanStrategy =
   | 'ALL'
+  | 'BY_AUTHOR'
   | 'BY_LANG'
   | 'BY_LANG_AND_RATING'
   | 'BY_RATING'
   | 'EMPTY'
   | 'FAN_OUT'
-  | 'FILTERED_SCAN_OF_INDEX';
+  | 'FILTERED_SCAN_OF_INDEX'
+  | 'MODERATION_QUEUE';
 
 /** Why an input was refused. */
 export type UserErrorCode =

@@ -1,0 +1,51 @@
+"""The author edits their comment: text, rating, language."""
+
+from __future__ import annotations
+
+from resolvers.comments.writes import viewer
+from resolvers.context import Context
+from resolvers.problems import Checks, refused
+from storage import keys
+from storage.errors import CommentNotFound, NotAuthor
+from storage.model import Comment, clean_body, clean_title
+from storage.writes.edit import Edit, edit_comment
+
+
+async def update_comment(
+    ctx: Context,
+    comment_id: str,
+    *,
+    rating: int | None,
+    language: str | None,
+    title: str | None,
+    remove_title: bool,
+    body: str | None,
+) -> Comment:
+    """Apply the viewer's edit to their comment; every problem of the input at once
+    (``Problems``), nothing written unless there is none."""
+    who = viewer(ctx)
+    field = ("input",)
+    checks = Checks()
+    checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
+    if rating is not None:
+        checks.check((*field, "rating"), lambda: keys.validate_rating(rating))
+    if language is not None:
+        checks.check((*field, "language"), lambda: keys.validate_language(language))
+    if title is not None:
+        checks.check((*field, "title"), lambda: clean_title(title))
+    if body is not None:
+        checks.check((*field, "body"), lambda: clean_body(body))
+    checks.raise_any()
+    edit = Edit(rating=rating, language=language, title=title, body=body, remove_title=remove_title)
+    try:
+        edited = await ctx.storage(
+            edit_comment(
+                ctx.table, comment_id, edit, author_id=who.author_id, moderation=ctx.moderation
+            )
+        )
+    except CommentNotFound as exc:
+        raise refused(exc, (*field, "id")) from exc
+    except NotAuthor as exc:
+        raise refused(exc, None) from exc
+    ctx.loaders.forget_writes(comment_id)
+    return edited

@@ -1,0 +1,76 @@
+"""Moderators decide; any signed-in viewer reports."""
+
+from __future__ import annotations
+
+from resolvers.comments.visibility import may_see
+from resolvers.comments.writes import viewer
+from resolvers.context import Context
+from resolvers.errors import Forbidden
+from resolvers.problems import Checks, refused
+from storage import keys
+from storage.errors import CommentNotFound, NotPublished, OwnComment
+from storage.model import REPORT_REASONS, Comment, clean_note
+from storage.writes.moderate import Decision, moderate_comment
+from storage.writes.reports import report_comment
+
+
+async def moderate(ctx: Context, comment_id: str, decision: str, note: str | None) -> Comment:
+    """Approve or reject a comment (moderators only: FORBIDDEN otherwise)."""
+    who = viewer(ctx)
+    if not who.is_moderator:
+        raise Forbidden("only moderators may moderate comments")
+    field = ("input",)
+    checks = Checks()
+    checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
+    checks.check((*field, "note"), lambda: clean_note(note))
+    checks.raise_any()
+    try:
+        decided = await ctx.storage(
+            moderate_comment(
+                ctx.table,
+                comment_id,
+                Decision(decision),
+                moderator=who.name or who.author_id,
+                note=note,
+            )
+        )
+    except CommentNotFound as exc:
+        raise refused(exc, (*field, "id")) from exc
+    ctx.loaders.forget_writes(comment_id)
+    return decided
+
+
+async def report(ctx: Context, comment_id: str, reason: str, note: str | None) -> Comment | None:
+    """Report a published comment of someone else's; the comment as the reporter may now
+    see it (None once the reports have hidden it)."""
+    who = viewer(ctx)
+    field = ("input",)
+    checks = Checks()
+    checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
+    checks.check((*field, "note"), lambda: clean_note(note))
+    checks.raise_any()
+    if reason not in REPORT_REASONS:  # the schema's enum admits no other value
+        raise ValueError(f"unknown report reason {reason!r}")
+    try:
+        result = await ctx.storage(
+            report_comment(
+                ctx.table,
+                comment_id,
+                reporter=who.author_id,
+                reason=reason,
+                note=note,
+                threshold=ctx.report_threshold,
+            )
+        )
+    except CommentNotFound as exc:
+        raise refused(exc, (*field, "id")) from exc
+    except NotPublished as exc:
+        # Only moderators (and the author, refused first as OwnComment) may know an
+        # unpublished comment exists.
+        if not who.is_moderator:
+            raise refused(CommentNotFound("the comment does not exist"), (*field, "id")) from exc
+        raise refused(exc, (*field, "id")) from exc
+    except OwnComment as exc:
+        raise refused(exc, (*field, "id")) from exc
+    ctx.loaders.forget_writes(comment_id)
+    return result.comment if may_see(who, result.comment) else None
