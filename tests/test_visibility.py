@@ -1,0 +1,280 @@
+"""Who sees what of a comment's life, per role, through every field that can return a
+comment: PENDING and REJECTED comments exist for their author and moderators only (null,
+and NOT_FOUND in mutations, for everyone else, with no hint); moderation details for
+moderators; the viewer's own comments and the queue through their own fields."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from strawberry import relay
+
+from resolvers.auth import mint
+from storage.table import TableRef
+from tests.api_helpers import SECRET, Api, running_api
+from tests.helpers import own_product_id, own_table
+
+ROLES = {
+    "anonymous": None,
+    "author": mint(SECRET, "writer", name="Writer", purchases=[]),
+    "other": mint(SECRET, "someone", name="Someone"),
+    "moderator": mint(SECRET, "mod", name="Mo", roles=["moderator"]),
+    "merchant": mint(SECRET, "shop", name="The Shop", roles=["merchant"]),
+}
+SEES_UNPUBLISHED = {"author", "moderator"}
+
+CREATE = """mutation($p: ID!, $r: Int!) {
+  createComment(input: {productId: $p, rating: $r, language: "en", body: "text"}) {
+    comment { commentId status verifiedPurchase } userErrors { code }
+  }
+}"""
+MODERATE = """mutation($id: ID!, $d: ModerationDecision!, $n: String) {
+  moderateComment(input: {id: $id, decision: $d, note: $n}) {
+    comment { status moderation { decidedBy note reportCount } } userErrors { code }
+  }
+}"""
+FIELDS = "commentId status moderationNote moderation { note decidedBy }"
+
+
+@pytest.fixture(scope="module")
+async def setup(table: TableRef) -> AsyncIterator[tuple[Api, Api, TableRef]]:
+    """Two APIs over one table of this module's own: post- and pre-moderation."""
+    own = await own_table(table, "vis")
+    async with (
+        running_api(own.client, own.name) as post,
+        running_api(own.client, own.name, moderation="pre", report_threshold=2) as pre,
+    ):
+        yield post, pre, own
+
+
+async def create(api: Api, product: str, rating: int = 4, who: str = "author") -> str:
+    data = await api.data(CREATE, {"p": product, "r": rating}, ROLES[who])
+    cid: str = data["createComment"]["comment"]["commentId"]
+    return cid
+
+
+async def by_every_field(api: Api, cid: str, token: str | None) -> list[Any]:
+    """The comment as ``comment``, ``node`` and ``nodes`` return it."""
+    gid = str(relay.GlobalID("Comment", cid))
+    data = await api.data(
+        "query($c: ID!, $g: ID!) { comment(commentId: $c) { commentId } "
+        "node(id: $g) { ... on Comment { commentId } } nodes(ids: [$g]) { ... on Comment "
+        "{ commentId } } }",
+        {"c": cid, "g": gid},
+        token,
+    )
+    return [data["comment"], data["node"], data["nodes"][0]]
+
+
+@pytest.mark.parametrize("role", list(ROLES))
+async def test_pending_and_rejected_comments_exist_for_author_and_moderators_only(
+    setup: tuple[Api, Api, TableRef], role: str
+) -> None:
+    post, pre, _ = setup
+    product = own_product_id()
+    pending = await create(pre, product)
+    rejected = await create(post, own_product_id())
+    await post.data(MODERATE, {"id": rejected, "d": "REJECT", "n": "off topic"}, ROLES["moderator"])
+    published = await create(post, product)
+    for cid in (pending, rejected):
+        seen = await by_every_field(post, cid, ROLES[role])
+        if role in SEES_UNPUBLISHED:
+            assert seen == [{"commentId": cid}] * 3
+        else:
+            assert seen == [None, None, None]
+    assert await by_every_field(post, published, ROLES[role]) == [{"commentId": published}] * 3
+    # Listings hold the published comment only, whoever asks.
+    listed = await post.data(
+        "query($p: ID!) { product(productId: $p) { comments { totalCount nodes { commentId } } "
+        "stats { total } } }",
+        {"p": product},
+        ROLES[role],
+    )
+    assert listed["product"]["comments"]["nodes"] == [{"commentId": published}]
+    assert listed["product"]["comments"]["totalCount"] == 1
+    assert listed["product"]["stats"]["total"] == 1
+
+
+@pytest.mark.parametrize("role", list(ROLES))
+async def test_moderation_details_for_moderators_and_the_note_for_the_author(
+    setup: tuple[Api, Api, TableRef], role: str
+) -> None:
+    post, _, _ = setup
+    cid = await create(post, own_product_id())
+    await post.data(
+        MODERATE, {"id": cid, "d": "REJECT", "n": "please rephrase"}, ROLES["moderator"]
+    )
+    data = await post.data(
+        f"query($c: ID!) {{ comment(commentId: $c) {{ {FIELDS} }} }}", {"c": cid}, ROLES[role]
+    )
+    comment = data["comment"]
+    if role not in SEES_UNPUBLISHED:
+        assert comment is None
+        return
+    assert comment["status"] == "REJECTED"
+    assert comment["moderationNote"] == "please rephrase"
+    if role == "moderator":
+        assert comment["moderation"] == {"note": "please rephrase", "decidedBy": "Mo"}
+    else:
+        assert comment["moderation"] is None
+
+
+async def test_writes_on_an_unpublished_comment_answer_not_found_to_others(
+    setup: tuple[Api, Api, TableRef],
+) -> None:
+    _, pre, _ = setup
+    cid = await create(pre, own_product_id())
+    attempts = {
+        "other": [
+            'updateComment(input: {id: "%s", body: "mine now"})',
+            'deleteComment(input: {id: "%s"})',
+            'reportComment(input: {id: "%s", reason: SPAM})',
+        ],
+        "merchant": [
+            'replyToComment(input: {id: "%s", body: "thanks"})',
+            'deleteReply(input: {id: "%s"})',
+        ],
+    }
+    for role, fields in attempts.items():
+        for field in fields:
+            body = await pre.data(
+                "mutation { m: " + field % cid + " { userErrors { code field } } }",
+                token=ROLES[role],
+            )
+            assert body["m"]["userErrors"] == [{"code": "NOT_FOUND", "field": ["input", "id"]}]
+    # The comment is untouched and still waits.
+    seen = await pre.data(
+        f'{{ comment(commentId: "{cid}") {{ status body }} }}', token=ROLES["author"]
+    )
+    assert seen["comment"] == {"status": "PENDING", "body": "text"}
+
+
+async def test_the_queue_is_for_moderators(setup: tuple[Api, Api, TableRef]) -> None:
+    _, pre, _ = setup
+    cid = await create(pre, own_product_id())
+    query = "{ moderationQueue(first: 100) { totalCount nodes { commentId status } } }"
+    assert await pre.error_code(query) == "UNAUTHENTICATED"
+    for role in ("author", "other", "merchant"):
+        assert await pre.error_code(query, token=ROLES[role]) == "FORBIDDEN"
+    data = await pre.data(query, token=ROLES["moderator"])
+    queue = data["moderationQueue"]
+    assert {"commentId": cid, "status": "PENDING"} in queue["nodes"]
+    assert queue["totalCount"] >= len(queue["nodes"]) >= 1
+
+
+async def test_viewer_sees_their_own_comments_in_every_status(
+    setup: tuple[Api, Api, TableRef],
+) -> None:
+    post, pre, _ = setup
+    sub = f"own-{own_product_id()}"
+    mine = mint(SECRET, sub)
+    made = []
+    for api in (post, pre, post):
+        data = await api.data(CREATE, {"p": own_product_id(), "r": 3}, mine)
+        made.append(data["createComment"]["comment"]["commentId"])
+    await post.data(MODERATE, {"id": made[2], "d": "REJECT"}, ROLES["moderator"])
+    query = (
+        "query($a: String) { viewer { authorId roles comments(first: 2, after: $a) { totalCount "
+        "pageInfo { hasNextPage endCursor } nodes { commentId status } } } }"
+    )
+    first = (await post.data(query, {"a": None}, mine))["viewer"]
+    assert first["authorId"] == sub
+    assert first["roles"] == []
+    assert first["comments"]["totalCount"] == 3
+    assert [n["status"] for n in first["comments"]["nodes"]] == ["REJECTED", "PENDING"]
+    assert [n["commentId"] for n in first["comments"]["nodes"]] == made[::-1][:2]
+    cursor = first["comments"]["pageInfo"]["endCursor"]
+    rest = (await post.data(query, {"a": cursor}, mine))["viewer"]["comments"]
+    assert [n["commentId"] for n in rest["nodes"]] == [made[0]]
+    assert rest["pageInfo"]["hasNextPage"] is False
+    assert (await post.data("{ viewer { authorId } }"))["viewer"] is None
+    bad = await post.gql("{ viewer { authorId } }", token="not-a-token")
+    assert bad["data"]["viewer"] is None
+
+
+async def test_reports_hide_a_comment_and_the_reporter_then_sees_null(
+    setup: tuple[Api, Api, TableRef],
+) -> None:
+    post, pre, _ = setup  # pre: threshold 2
+    product = own_product_id()
+    cid = await create(post, product, rating=5)
+    report = (
+        'mutation { reportComment(input: {id: "%s", reason: SPAM}) '
+        "{ comment { commentId } userErrors { code } } }"
+    )
+    first = await pre.data(report % cid, token=mint(SECRET, "r1"))
+    assert first["reportComment"] == {"comment": {"commentId": cid}, "userErrors": []}
+    again = await pre.data(report % cid, token=mint(SECRET, "r1"))
+    assert again["reportComment"]["comment"] == {"commentId": cid}  # a repeat counts once
+    own = await pre.data(report % cid, token=ROLES["author"])
+    assert own["reportComment"]["userErrors"] == [{"code": "FORBIDDEN"}]
+    second = await pre.data(report % cid, token=mint(SECRET, "r2"))
+    assert second["reportComment"] == {"comment": None, "userErrors": []}
+    data = await post.data(
+        "query($p: ID!) { product(productId: $p) { stats { total } comments { totalCount } } "
+        "topProducts(first: 100) { product { productId } } }",
+        {"p": product},
+    )
+    assert data["product"]["stats"]["total"] == 0
+    assert data["product"]["comments"]["totalCount"] == 0
+    assert {"product": {"productId": product}} not in data["topProducts"]
+    moderated = await post.data(
+        f'{{ comment(commentId: "{cid}") {{ status moderation {{ reportCount reasons }} }} }}',
+        token=ROLES["moderator"],
+    )
+    assert moderated["comment"] == {
+        "status": "PENDING",
+        "moderation": {"reportCount": 2, "reasons": ["SPAM"]},
+    }
+
+
+async def test_verified_purchases_come_from_the_token_and_filter(
+    setup: tuple[Api, Api, TableRef],
+) -> None:
+    post, _, _ = setup
+    product = own_product_id()
+    buyer = mint(SECRET, "buyer", purchases=[product])
+    bought = await post.data(CREATE, {"p": product, "r": 5}, buyer)
+    assert bought["createComment"]["comment"]["verifiedPurchase"] is True
+    other = await post.data(CREATE, {"p": product, "r": 5}, ROLES["other"])
+    assert other["createComment"]["comment"]["verifiedPurchase"] is False
+    data = await post.data(
+        "query($p: ID!) { product(productId: $p) { all: stats { total } "
+        "verified: stats(verifiedOnly: true) { total histogram { rating count } } "
+        "comments(verifiedOnly: true) { totalCount nodes { commentId } } } }",
+        {"p": product},
+    )
+    p = data["product"]
+    assert p["all"]["total"] == 2
+    assert p["verified"]["total"] == 1
+    assert p["verified"]["histogram"][0] == {"rating": 5, "count": 1}
+    assert p["comments"]["totalCount"] == 1
+    assert p["comments"]["nodes"] == [
+        {"commentId": bought["createComment"]["comment"]["commentId"]}
+    ]
+
+
+async def test_only_moderators_moderate_and_only_merchants_reply(
+    setup: tuple[Api, Api, TableRef],
+) -> None:
+    post, _, _ = setup
+    cid = await create(post, own_product_id())
+    for role in ("author", "other", "merchant"):
+        body = await post.gql(MODERATE, {"id": cid, "d": "REJECT"}, ROLES[role])
+        assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    reply = (
+        'mutation { replyToComment(input: {id: "%s", body: "Thank you!"}) '
+        "{ comment { merchantReply { body author } } userErrors { code } } }"
+    )
+    for role in ("author", "other", "moderator"):
+        body = await post.gql(reply % cid, token=ROLES[role])
+        assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    done = await post.data(reply % cid, token=ROLES["merchant"])
+    assert done["replyToComment"]["comment"]["merchantReply"] == {
+        "body": "Thank you!",
+        "author": "The Shop",
+    }
+    shown = await post.data(f'{{ comment(commentId: "{cid}") {{ merchantReply {{ body }} }} }}')
+    assert shown["comment"]["merchantReply"] == {"body": "Thank you!"}
