@@ -68,6 +68,18 @@ async def by_every_field(api: Api, cid: str, token: str | None) -> list[Any]:
     return [data["comment"], data["node"], data["nodes"][0]]
 
 
+async def test_a_pending_comment_has_no_edge_to_prepend(setup: tuple[Api, Api, TableRef]) -> None:
+    post, pre, _ = setup
+    query = (
+        'mutation($p: ID!) { createComment(input: {productId: $p, rating: 2, language: "en", '
+        'body: "b"}) { comment { status } commentEdge { cursor } } }'
+    )
+    waiting = await pre.data(query, {"p": own_product_id()}, ROLES["author"])
+    assert waiting["createComment"] == {"comment": {"status": "PENDING"}, "commentEdge": None}
+    shown = await post.data(query, {"p": own_product_id()}, ROLES["author"])
+    assert shown["createComment"]["commentEdge"]["cursor"]
+
+
 @pytest.mark.parametrize("role", list(ROLES))
 async def test_pending_and_rejected_comments_exist_for_author_and_moderators_only(
     setup: tuple[Api, Api, TableRef], role: str

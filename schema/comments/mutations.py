@@ -40,7 +40,8 @@ class CreateCommentPayload:
     )
     comment_edge: relay.Edge[Comment] | None = strawberry.field(
         description="The comment as an edge of its product's connection, to prepend to a "
-        "cached list; null when userErrors is not empty."
+        "cached list; null when userErrors is not empty, and while the comment waits for a "
+        "moderator (PENDING: it is in no listing yet)."
     )
     created: bool = strawberry.field(
         description="False when an earlier request with the same idempotency key created it."
@@ -100,7 +101,10 @@ async def create_comment(info: Info, input: CreateCommentInput) -> CreateComment
         )
     edge = edge_of(made.comment)
     return CreateCommentPayload(
-        comment=edge.node, comment_edge=edge, created=made.created, user_errors=[]
+        comment=edge.node,
+        comment_edge=edge if made.comment.published else None,
+        created=made.created,
+        user_errors=[],
     )
 
 
