@@ -207,3 +207,52 @@ def test_unfiltered_listings_plan_without_stats(
 def test_rating_filters_need_stats() -> None:
     with pytest.raises(ValueError, match="stats"):
         plan_unfiltered(ListingFilter("42", None, frozenset({1, 2})), PageRequest(20))
+
+
+def verified_plan(
+    verified: tuple[int, int, int, int, int],
+    *,
+    ratings: set[int] | None = None,
+    language: str | None = None,
+    by_rating: tuple[int, int, int, int, int] = SKEWED,
+) -> Plan:
+    listing = ListingFilter("42", language, frozenset(ratings) if ratings else None, True)
+    stats = RatingCounts("42", language, by_rating, verified)
+    return plan_listing(listing, PageRequest(20), stats)
+
+
+def test_verified_only_fans_out_over_the_verified_ratings_skipping_empty_ones() -> None:
+    p = verified_plan((0, 3, 0, 20, 60))
+    assert p.strategy is Strategy.FAN_OUT
+    assert p.verified_only
+    assert {q.index for q in p.queries} == {Index.VERIFIED_BY_RATING}
+    assert [q.rating for q in p.queries] == [5, 4, 2]
+    assert p.skipped_ratings == (3, 1)
+    # Each query is sized by its verified count, not by the count of all comments.
+    assert [q.expected_count for q in p.queries] == [60, 20, 3]
+    assert sum(q.limit for q in p.queries) < 3 * 21
+
+
+def test_verified_only_with_a_language_and_one_live_rating_is_one_query() -> None:
+    p = verified_plan((0, 0, 0, 0, 7), ratings={4, 5}, language="de")
+    assert p.strategy is Strategy.BY_LANG_AND_RATING
+    assert [(q.index, q.partition_key) for q in p.queries] == [
+        (Index.VERIFIED_BY_LANG_AND_RATING, "PRODUCT#42/de/5")
+    ]
+    assert p.skipped_ratings == (4,)
+
+
+def test_verified_only_without_verified_comments_reads_nothing() -> None:
+    p = verified_plan((0, 0, 0, 0, 0))
+    assert p.strategy is Strategy.EMPTY
+    assert p.queries == ()
+
+
+def test_verified_only_where_nearly_everything_is_verified_reads_the_listing_filtered() -> None:
+    # Every comment verified: one filtered read of the product's listing beats five queries.
+    p = verified_plan(SKEWED)
+    assert p.strategy is Strategy.FILTERED_SCAN_OF_INDEX
+    assert p.index is Index.ALL
+    assert p.filters
+    assert p.filter_text == "verified"
+    assert "filter verified" in p.explain()

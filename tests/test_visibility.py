@@ -290,3 +290,61 @@ async def test_only_moderators_moderate_and_only_merchants_reply(
     }
     shown = await post.data(f'{{ comment(commentId: "{cid}") {{ merchantReply {{ body }} }} }}')
     assert shown["comment"]["merchantReply"] == {"body": "Thank you!"}
+
+
+async def test_an_edit_through_the_api_moves_counters_and_reports_every_bad_field(
+    setup: tuple[Api, Api, TableRef],
+) -> None:
+    post, pre, _ = setup
+    product = own_product_id()
+    made = await post.data(
+        'mutation($p: ID!) { createComment(input: {productId: $p, rating: 5, language: "en", '
+        'title: "Old", body: "b"}) { comment { commentId } } }',
+        {"p": product},
+        ROLES["author"],
+    )
+    cid = made["createComment"]["comment"]["commentId"]
+    update = (
+        "mutation($i: UpdateCommentInput!) { updateComment(input: $i) { comment { rating "
+        "language title body status editedAt } userErrors { field code } } }"
+    )
+    bad = await post.data(
+        update, {"i": {"id": cid, "rating": 9, "language": "x/y", "body": " "}}, ROLES["author"]
+    )
+    assert bad["updateComment"]["comment"] is None
+    assert sorted(e["field"][1] for e in bad["updateComment"]["userErrors"]) == [
+        "body",
+        "language",
+        "rating",
+    ]
+    other = await post.data(update, {"i": {"id": cid, "rating": 1}}, ROLES["other"])
+    assert other["updateComment"]["userErrors"] == [{"field": None, "code": "FORBIDDEN"}]
+    done = await post.data(
+        update, {"i": {"id": cid, "rating": 2, "language": "DE", "title": None}}, ROLES["author"]
+    )
+    edited = done["updateComment"]["comment"]
+    assert (edited["rating"], edited["language"], edited["title"], edited["body"]) == (
+        2,
+        "de",
+        None,
+        "b",
+    )
+    assert edited["status"] == "PUBLISHED"
+    assert edited["editedAt"] is not None
+    stats = await post.data(
+        "query($p: ID!) { product(productId: $p) { all: stats { histogram { rating count } } "
+        'de: stats(language: "de") { total } en: stats(language: "en") { total } } '
+        "topProducts(first: 100) { product { productId } } }",
+        {"p": product},
+    )
+    counts = {h["rating"]: h["count"] for h in stats["product"]["all"]["histogram"]}
+    assert counts == {5: 0, 4: 0, 3: 0, 2: 1, 1: 0}
+    assert (stats["product"]["de"]["total"], stats["product"]["en"]["total"]) == (1, 0)
+    assert {"product": {"productId": product}} not in stats["topProducts"]
+    # Under pre-moderation the edited comment waits again and leaves the counters.
+    waiting = await pre.data(update, {"i": {"id": cid, "body": "again"}}, ROLES["author"])
+    assert waiting["updateComment"]["comment"]["status"] == "PENDING"
+    gone = await post.data(
+        "query($p: ID!) { product(productId: $p) { stats { total } } }", {"p": product}
+    )
+    assert gone["product"]["stats"]["total"] == 0
