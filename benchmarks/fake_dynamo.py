@@ -1,8 +1,9 @@
 """An in-memory DynamoDB that answers the calls our storage layer makes, for the HTTP floor.
 
 Not a general emulator: it understands the key conditions, filters and batch calls that
-``storage`` issues (equality on a partition key, ``<``/``>``/``BETWEEN`` on GSISK, a rating
-``IN`` filter), so the same GraphQL requests can run with storage costing almost nothing.
+``storage`` issues (equality on a partition key, ``<``/``>``/``BETWEEN`` on the index's sort
+key, filters made of ``IN`` and ``=`` terms joined by AND), so the same GraphQL requests can
+run with storage costing almost nothing.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ import bisect
 import re
 from typing import Any
 
-from storage.indexes import SORT_KEY, Index, table_definition
+from storage.indexes import Index, table_definition
 from storage.types import Item, Response
 from storage.wrapping import ClientWrapper
 
-_INDEX_ATTRS = {index.value: index.partition_attr for index in Index}
+# Each index's partition and sort key (the moderation queue sorts by its own key).
+_INDEX_ATTRS = {index.value: (index.partition_attr, index.sort_attr) for index in Index}
+# One term of a FilterExpression as storage renders it: "#n3 IN (:v4, :v5)" or "#n6 = :v7".
+_IN_TERM = re.compile(r"\(?(#\w+) IN \(([^)]*)\)\)?")
+_EQ_TERM = re.compile(r"\(?(#\w+) = (:\w+)\)?")
 
 
 class FakeDynamo(ClientWrapper):
@@ -79,12 +84,11 @@ class FakeDynamo(ClientWrapper):
         if self._partitions is None:
             partitions: dict[tuple[str, str], list[tuple[str, Item]]] = {}
             for item in self.items.values():
-                if SORT_KEY not in item:
-                    continue
-                for index, attr in _INDEX_ATTRS.items():
-                    if attr in item:
+                for index, (attr, sort_attr) in _INDEX_ATTRS.items():
+                    # Sparse, as in DynamoDB: an item without both keys is not in the index.
+                    if attr in item and sort_attr in item:
                         partitions.setdefault((index, item[attr]["S"]), []).append(
-                            (item[SORT_KEY]["S"], item)
+                            (item[sort_attr]["S"], item)
                         )
             for entries in partitions.values():
                 entries.sort(key=lambda e: e[0])
@@ -117,12 +121,9 @@ class FakeDynamo(ClientWrapper):
             scanned = entries[max(low, high - limit) : high][::-1]
         found = [item for _, item in scanned]
         if "FilterExpression" in kwargs:
-            listed = re.search(r"IN \(([^)]*)\)", kwargs["FilterExpression"])
-            if listed is None:
-                raise NotImplementedError("the fake understands rating IN (...) filters only")
-            allowed = {name.strip() for name in listed.group(1).split(",")}
-            ratings = {values[name]["N"] for name in allowed}
-            found = [i for i in found if i["rating"]["N"] in ratings]
+            names = kwargs["ExpressionAttributeNames"]
+            for term in kwargs["FilterExpression"].split(" AND "):
+                found = [i for i in found if _matches(term, i, names, values)]
         response: Response = {
             "Items": found,
             "Count": len(found),
@@ -131,5 +132,16 @@ class FakeDynamo(ClientWrapper):
         }
         if len(scanned) == limit and scanned:
             last = scanned[-1][1]
-            response["LastEvaluatedKey"] = {k: last[k] for k in ("PK", "SK", SORT_KEY)}
+            sort_attr = _INDEX_ATTRS[kwargs["IndexName"]][1]
+            response["LastEvaluatedKey"] = {k: last[k] for k in ("PK", "SK", sort_attr)}
         return response
+
+
+def _matches(term: str, item: Item, names: dict[str, str], values: dict[str, Item]) -> bool:
+    """Whether an item passes one ``IN`` or ``=`` term of a FilterExpression."""
+    if listed := _IN_TERM.fullmatch(term):
+        allowed = [values[v.strip()] for v in listed.group(2).split(",")]
+        return item.get(names[listed.group(1)]) in allowed
+    if equal := _EQ_TERM.fullmatch(term):
+        return item.get(names[equal.group(1)]) == values[equal.group(2)]
+    raise NotImplementedError(f"the fake does not understand the filter {term!r}")

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
+from storage.client import ClientSettings, open_client
 from storage.cursor import decode_cursor, encode_cursor
 from storage.executor import Page
-from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
+from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest, Status
 from storage.reads import list_comments
 from storage.retry import Backoff
 from storage.table import TableRef, create_table
@@ -20,6 +22,7 @@ from storage.wrapping import ClientWrapper
 from storage.writes import create_comment
 
 FAST = Backoff(attempts=8, base=0.002, cap=0.05)
+T = TypeVar("T")
 
 
 async def own_table(table: TableRef, prefix: str) -> TableRef:
@@ -75,13 +78,16 @@ async def seed_mixed(
 
 
 def oracle(comments: Iterable[Comment], listing: ListingFilter) -> list[Comment]:
-    """Brute force: filter, then sort newest first (ties by comment id, descending)."""
+    """Brute force: keep the published comments the filter matches, then sort newest first
+    (ties by comment id, descending)."""
     chosen = [
         c
         for c in comments
-        if c.product_id == listing.product_id
+        if c.status is Status.PUBLISHED
+        and c.product_id == listing.product_id
         and (listing.language is None or c.language == listing.language)
         and (listing.ratings is None or c.rating in listing.ratings)
+        and (c.verified or not listing.verified_only)
     ]
     return sorted(chosen, key=lambda c: c.sort_key, reverse=True)
 
@@ -148,26 +154,31 @@ def cancelled(*codes: str) -> Exception:
 
 
 async def recount(table: TableRef, product_id: str) -> dict[str | None, list[int]]:
-    """Counts per rating recomputed from the comments (all index), by language and overall."""
+    """Counts per rating recomputed from the comments (all index), by language and overall:
+    ten numbers each, the five ratings of all comments, then those of verified purchases."""
     from storage.model import ListingFilter as _Listing
 
     found, _ = await walk(table, _Listing(product_id), 100, Direction.FORWARD)
-    counts: dict[str | None, list[int]] = {None: [0] * 5}
+    counts: dict[str | None, list[int]] = {None: [0] * 10}
     for c in found:
-        counts.setdefault(c.language, [0] * 5)[c.rating - 1] += 1
-        counts[None][c.rating - 1] += 1
+        for scope in (c.language, None):
+            tally = counts.setdefault(scope, [0] * 10)
+            tally[c.rating - 1] += 1
+            if c.verified:
+                tally[5 + c.rating - 1] += 1
     return counts
 
 
 async def assert_counters_exact(table: TableRef, product_id: str) -> None:
-    """Counters of every scope and the leaderboard entry equal a recount from the comments."""
+    """Counters of every scope (verified ones too) and the leaderboard entry equal a recount
+    from the comments."""
     from storage import keys
     from storage.reads import get_counts
 
     truth = await recount(table, product_id)
     for language, expected in truth.items():
         stored = await get_counts(table, product_id, language)
-        assert list(stored.by_rating) == expected, (language, stored, expected)
+        assert [*stored.by_rating, *stored.verified] == expected, (language, stored, expected)
     key = {"PK": {"S": keys.product_pk(product_id)}, "SK": {"S": keys.STATS_ALL}}
     raw = (await table.client.get_item(TableName=table.name, Key=key, ConsistentRead=True)).get(
         "Item", {}
@@ -179,3 +190,52 @@ async def assert_counters_exact(table: TableRef, product_id: str) -> None:
     else:
         assert "GSIPK" not in raw
         assert "GSISK" not in raw
+
+
+class LoopHarness:
+    """For hypothesis state machines, whose rules are not coroutines: one event loop in a
+    thread of its own (away from the suite's loop), a client and a table, for all the
+    examples of a test; the engine is the session's. ``tables`` are two refs of that table
+    with their own per-process locks: two "processes" (the same client)."""
+
+    def __init__(self, endpoint: str, prefix: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.endpoint = endpoint
+        self.prefix = prefix
+        self.tables: tuple[TableRef, TableRef] | None = None
+        self._client_cm: Any = None
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=120)
+
+    def start(self) -> None:
+        self.thread.start()
+
+        async def opening() -> None:
+            self._client_cm = open_client(ClientSettings(endpoint_url=self.endpoint))
+            client = await self._client_cm.__aenter__()
+            name = f"{self.prefix}_{uuid.uuid4().hex[:8]}"
+            await create_table(client, name)
+            self.tables = (TableRef(client, name), TableRef(client, name))
+
+        self.run(opening())
+
+    def new_tables(self, prefix: str) -> tuple[TableRef, TableRef]:
+        """A new, empty table (for an example that reads table-wide indexes), as two
+        "processes"."""
+        assert self.tables is not None, "start() first"
+        client = self.tables[0].client
+        name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+        self.run(create_table(client, name))
+        return TableRef(client, name), TableRef(client, name)
+
+    def drop(self, table: TableRef) -> None:
+        self.run(table.client.delete_table(TableName=table.name))
+
+    def close(self) -> None:
+        if self._client_cm is not None:
+            self.run(self._client_cm.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()

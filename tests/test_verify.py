@@ -1,12 +1,16 @@
-"""verify-stats: exact tables pass, drift is found and repaired, racing writes are not lost."""
+"""verify-stats: exact tables pass, drift is found and repaired, racing writes are not lost;
+only published comments are counted, and verified counters are checked and repaired too."""
 
 from __future__ import annotations
 
 from storage import keys
-from storage.model import NewComment
+from storage.model import ModerationMode, NewComment
+from storage.reads import get_counts
 from storage.table import TableRef
 from storage.verify import Report, repair, verify
-from tests.helpers import assert_counters_exact, create_many
+from storage.writes import create_comment
+from storage.writes.moderate import Decision, moderate_comment
+from tests.helpers import FAST, assert_counters_exact, create_many, own_table
 
 
 def _mine(report: Report, product_id: str) -> list[str]:
@@ -17,7 +21,7 @@ async def _corrupt(table: TableRef, product_id: str, language: str | None, **att
     key = {"PK": {"S": keys.product_pk(product_id)}, "SK": {"S": keys.stats_sk(language)}}
     names = {f"#a{i}": name for i, name in enumerate(attrs)}
     values = {
-        f":v{i}": {"N" if name.startswith("count") else "S": v}
+        f":v{i}": {"N" if name.startswith(("count", "verified")) else "S": v}
         for i, (name, v) in enumerate(attrs.items())
     }
     sets = ", ".join(f"#a{i} = :v{i}" for i in range(len(attrs)))
@@ -76,3 +80,64 @@ async def test_repair_skips_items_that_changed_after_the_scan(
     assert len(_mine(again, product_id)) == 1
     await repair(table, again)
     await assert_counters_exact(table, product_id)
+
+
+async def _lifecycle_product(table: TableRef, product_id: str) -> None:
+    """Published: two verified 5-star comments in en, an unverified 4-star one in de.
+    Not published: a verified 5-star one waiting (PRE) and a verified 3-star one rejected."""
+    for language, rating, verified in (("en", 5, True), ("en", 5, True), ("de", 4, False)):
+        new = NewComment(product_id, language, rating, "x", "a", verified=verified)
+        await create_comment(table, new, backoff=FAST)
+    pending = NewComment(product_id, "en", 5, "wait", "b", verified=True)
+    await create_comment(table, pending, moderation=ModerationMode.PRE, backoff=FAST)
+    rejected = NewComment(product_id, "de", 3, "no", "c", verified=True)
+    made = await create_comment(table, rejected, backoff=FAST)
+    await moderate_comment(table, made.comment.comment_id, Decision.REJECT, moderator="m")
+
+
+async def test_verify_counts_published_and_verified_comments_only(table: TableRef) -> None:
+    own = await own_table(table, "verify")
+    await _lifecycle_product(own, "p1")
+    exact = await verify(own)
+    assert exact.exact, exact.describe()
+    assert (exact.comments, exact.stats_items) == (5, 3)
+    # The stats as they would be if the pending and the rejected comments were counted.
+    await _corrupt(own, "p1", None, count_5="3", verified_5="3", verified_total="4", count_3="1")
+    report = await verify(own)
+    assert len(report.drifts) == 1
+    (drift,) = report.drifts
+    assert (drift.product_id, drift.language) == ("p1", None)
+    # count_1..5, verified_1..5, count_total, verified_total, counted by hand above.
+    assert drift.expected == (0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 3, 2)
+    assert drift.stored == (0, 0, 1, 1, 3, 0, 0, 0, 0, 3, 3, 4)
+    assert drift.stored_leader == drift.expected_leader == keys.leader_sort_key(2)
+    assert "counts [0, 0, 1, 1, 3, 3] != [0, 0, 0, 1, 2, 3]" in drift.describe()
+    assert "verified [0, 0, 0, 0, 3, 4] != [0, 0, 0, 0, 2, 2]" in drift.describe()
+
+
+async def test_repair_fixes_drifted_verified_counters(table: TableRef) -> None:
+    own = await own_table(table, "verify")
+    await _lifecycle_product(own, "p1")
+    # Only verified counters drift: one too many in de, one missing altogether in en.
+    await _corrupt(own, "p1", "de", verified_4="1", verified_total="1")
+    key = {"PK": {"S": keys.product_pk("p1")}, "SK": {"S": keys.stats_sk("en")}}
+    await own.client.update_item(
+        TableName=own.name,
+        Key=key,
+        UpdateExpression="REMOVE verified_5",
+    )
+    report = await verify(own)
+    described = report.describe()
+    assert len(report.drifts) == 2, described
+    assert [d.language for d in report.drifts] == ["de", "en"]
+    assert all(line.count("verified") == 1 and "counts" not in line for line in described)
+    assert (await get_counts(own, "p1", "de")).verified == (0, 0, 0, 1, 0)
+
+    fixed = await repair(own, report)
+    assert (fixed.repaired, fixed.skipped) == (2, 0)
+    again = await verify(own)
+    assert again.exact, again.describe()
+    assert (await get_counts(own, "p1", "de")).verified == (0, 0, 0, 0, 0)
+    assert (await get_counts(own, "p1", "en")).verified == (0, 0, 0, 0, 2)
+    assert (await get_counts(own, "p1", None)).verified == (0, 0, 0, 0, 2)
+    await assert_counters_exact(own, "p1")

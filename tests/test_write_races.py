@@ -13,11 +13,10 @@ comment that existed for the whole duration of the read and lies between the pag
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
@@ -26,7 +25,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from server.local_engine import LocalEngine
 from storage import keys
-from storage.client import ClientSettings, open_client
 from storage.cursor import decode_cursor, encode_cursor
 from storage.errors import (
     CommentNotFound,
@@ -36,12 +34,11 @@ from storage.errors import (
 from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
 from storage.retry import Backoff
-from storage.table import TableRef, create_table
+from storage.table import TableRef
 from storage.verify import verify
 from storage.writes import WriteLimits, create_comment, delete_comment
-from tests.helpers import oracle, walk
+from tests.helpers import LoopHarness, oracle, walk
 
-T = TypeVar("T")
 PRODUCTS = ("a", "b")
 AUTHORS = ("ann", "bob", "cy")
 LANGUAGES = ("en", "de")
@@ -101,42 +98,7 @@ reads = st.builds(
 )
 
 
-class _Harness:
-    """One event loop (in a thread of its own, away from the suite's loop), client and table
-    for every example; the engine is the session's."""
-
-    def __init__(self, endpoint: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.endpoint = endpoint
-        self.tables: tuple[TableRef, TableRef] | None = None
-        self._client_cm: Any = None
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=120)
-
-    def start(self) -> None:
-        self.thread.start()
-
-        async def opening() -> None:
-            self._client_cm = open_client(ClientSettings(endpoint_url=self.endpoint))
-            client = await self._client_cm.__aenter__()
-            name = f"races_{uuid.uuid4().hex[:8]}"
-            await create_table(client, name)
-            # Two "processes": the same client, separate per-process locks.
-            self.tables = (TableRef(client, name), TableRef(client, name))
-
-        self.run(opening())
-
-    def close(self) -> None:
-        if self._client_cm is not None:
-            self.run(self._client_cm.__aexit__(None, None, None))
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        self.loop.close()
-
-
-HARNESS: _Harness | None = None
+HARNESS: LoopHarness | None = None
 
 
 class WriteRaces(RuleBasedStateMachine):
@@ -342,9 +304,9 @@ def _nobody() -> Comment:
 
 
 @pytest.fixture(scope="module")
-def harness(engine: LocalEngine) -> Iterator[_Harness]:
+def harness(engine: LocalEngine) -> Iterator[LoopHarness]:
     global HARNESS
-    HARNESS = _Harness(engine.endpoint_url)
+    HARNESS = LoopHarness(engine.endpoint_url, "races")
     HARNESS.start()
     try:
         yield HARNESS
@@ -354,7 +316,7 @@ def harness(engine: LocalEngine) -> Iterator[_Harness]:
 
 
 @pytest.mark.slow
-def test_writes_and_reads_race_and_stay_exact(harness: _Harness) -> None:
+def test_writes_and_reads_race_and_stay_exact(harness: LoopHarness) -> None:
     # Concurrency makes a failure hard to replay exactly, so shrinking is short: the first
     # failure, with its steps, is what matters.
     WriteRaces.TestCase.settings = settings(
