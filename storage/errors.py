@@ -14,7 +14,11 @@ Every error this package raises on purpose derives from ``StorageError``::
     │   ├── InvalidCursor
     │   └── InvalidPageRequest
     ├── CommentNotFound              the comment does not exist (or no longer does)
-    ├── NotAuthor                    a conditional delete named another author
+    ├── NotAuthor                    a delete or edit by someone who is not the author
+    ├── NotPublished                 a report or reply needs a published comment
+    ├── OwnComment                   authors may not report their own comment
+    ├── AlreadyReported              a repeated report in one round (handled inside)
+    ├── NoReply                      there is no merchant reply to delete
     ├── IdempotencyKeyReused         the key was used before for a different request
     ├── WriteLimitReached            a per-author write limit refused the write
     │   ├── CommentsPerProductLimit  the author has as many comments on the product as allowed

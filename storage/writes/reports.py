@@ -129,6 +129,8 @@ async def remove_all(
         limit=100,
         projection=["PK", "SK"],
     )
+    # Strongly consistent: a report committed just before the delete is found too.
+    params["ConsistentRead"] = True
     while True:
         response = await table.client.query(**params)
         found = [{"PK": i["PK"], "SK": i["SK"]} for i in response.get("Items", [])]
