@@ -65,7 +65,7 @@ async def batch_get_counts(
         (keys.validate_product_id(p), None if lang is None else keys.validate_language(lang))
         for p, lang in wanted
     ]
-    found = await _batch_get(
+    found = await batch_get_items(
         table, [stats_key(p, lang) for p, lang in dict.fromkeys(normal)], backoff
     )
     by_key = {scope_of(i): i for i in found}
@@ -79,7 +79,7 @@ async def batch_get_comments(
     for cid in comment_ids:
         keys.validate_comment_id(cid)
     unique = list(dict.fromkeys(comment_ids))
-    found = await _batch_get(
+    found = await batch_get_items(
         table,
         [comment_key(c) for c in unique],
         backoff,
@@ -88,8 +88,11 @@ async def batch_get_comments(
     return [by_id.get(c) for c in comment_ids]
 
 
-async def _batch_get(table: TableRef, item_keys: list[Item], backoff: Backoff) -> list[Item]:
-    """BatchGetItem in chunks of 100, retrying unprocessed keys with backoff."""
+async def batch_get_items(
+    table: TableRef, item_keys: list[Item], backoff: Backoff = DEFAULT_BACKOFF
+) -> list[Item]:
+    """The items of these keys that exist, in no particular order: BatchGetItem in chunks
+    of 100, retrying unprocessed keys with backoff."""
     chunks = [item_keys[i : i + BATCH_GET_MAX] for i in range(0, len(item_keys), BATCH_GET_MAX)]
     results = await asyncio.gather(*(_batch_chunk(table, c, backoff) for c in chunks))
     return [item for chunk in results for item in chunk]

@@ -35,9 +35,13 @@ def queue_count_key() -> dict[str, dict[str, str]]:
 
 
 def queue_parts(table: TableRef, before: Comment | None, after: Comment | None) -> list[Part]:
-    """The queue length's move when a comment enters (+1) or leaves (-1) PENDING; a
-    decrement conditions on the count holding it (below zero would be drift)."""
-    delta = _pending(after) - _pending(before)
+    """The queue length's move when a comment enters (+1) or leaves (-1) PENDING."""
+    return queue_move(table, _pending(after) - _pending(before))
+
+
+def queue_move(table: TableRef, delta: int) -> list[Part]:
+    """The queue length's move by ``delta`` comments (no part for 0), by ADD; a decrement
+    conditions on the count holding it (below zero would be drift)."""
     if not delta:
         return []
     u = Update()
