@@ -2,8 +2,9 @@
 
 Not a general emulator: it understands the key conditions, filters and batch calls that
 ``storage`` issues (equality on a partition key, ``<``/``>``/``BETWEEN`` on the index's sort
-key, filters made of ``IN`` and ``=`` terms joined by AND), so the same GraphQL requests can
-run with storage costing almost nothing.
+key, filters made of ``IN`` and ``=`` terms joined by AND, and the transactions bulk loading
+issues: puts on ``attribute_not_exists`` and unconditioned ``ADD`` updates), so the same
+GraphQL requests can run with storage costing almost nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import bisect
 import re
 from typing import Any
 
+from storage.errors import TransactionCancelled
 from storage.indexes import Index, table_definition
 from storage.types import Item, Response
 from storage.wrapping import ClientWrapper
@@ -21,6 +23,8 @@ _INDEX_ATTRS = {index.value: (index.partition_attr, index.sort_attr) for index i
 # One term of a FilterExpression as storage renders it: "#n3 IN (:v4, :v5)" or "#n6 = :v7".
 _IN_TERM = re.compile(r"\(?(#\w+) IN \(([^)]*)\)\)?")
 _EQ_TERM = re.compile(r"\(?(#\w+) = (:\w+)\)?")
+_NOT_EXISTS = re.compile(r"\(?attribute_not_exists\((#\w+)\)\)?")
+_ADDS = re.compile(r"ADD (#\w+ :\w+(?:, #\w+ :\w+)*)")
 
 
 class FakeDynamo(ClientWrapper):
@@ -68,6 +72,53 @@ class FakeDynamo(ClientWrapper):
                 self.items[self._key(item)] = item
         self._partitions = None
         return {"UnprocessedItems": {}}
+
+    def _transact_write_items(self, TransactItems: list[dict[str, Any]], **_: Any) -> Response:  # noqa: N803
+        """All or nothing: every condition is checked before anything is written."""
+        reasons = [{"Code": "None"}] * len(TransactItems)
+        for n, action in enumerate(TransactItems):
+            ((kind, request),) = action.items()
+            key = self._key(request["Item"] if kind == "Put" else request["Key"])
+            if not self._holds(request, key):
+                reasons = [*reasons[:n], {"Code": "ConditionalCheckFailed"}, *reasons[n + 1 :]]
+        if any(r["Code"] != "None" for r in reasons):
+            raise TransactionCancelled("a condition failed", reasons)
+        for action in TransactItems:
+            ((kind, request),) = action.items()
+            if kind == "Put":
+                self.items[self._key(request["Item"])] = request["Item"]
+            elif kind == "Update":
+                self._add(request)
+            else:
+                raise NotImplementedError(f"the fake does not support a transaction's {kind}")
+        self._partitions = None
+        return {}
+
+    def _holds(self, request: dict[str, Any], key: tuple[str, str]) -> bool:
+        condition = request.get("ConditionExpression")
+        if condition is None:
+            return True
+        absent = _NOT_EXISTS.fullmatch(condition)
+        if absent is None:
+            raise NotImplementedError(f"the fake does not understand {condition!r}")
+        attribute = request["ExpressionAttributeNames"][absent.group(1)]
+        return attribute not in self.items.get(key, {})
+
+    def _add(self, request: dict[str, Any]) -> None:
+        adds = _ADDS.fullmatch(request["UpdateExpression"])
+        if adds is None:
+            raise NotImplementedError(
+                f"the fake does not understand {request['UpdateExpression']!r}"
+            )
+        key = self._key(request["Key"])
+        item = dict(self.items.get(key, request["Key"]))
+        for clause in adds.group(1).split(", "):
+            name, value = clause.split(" ")
+            attribute = request["ExpressionAttributeNames"][name]
+            now = int(item.get(attribute, {"N": "0"})["N"])
+            delta = int(request["ExpressionAttributeValues"][value]["N"])
+            item[attribute] = {"N": str(now + delta)}
+        self.items[key] = item
 
     def _get_item(self, Key: Item, **_: Any) -> Response:  # noqa: N803
         item = self.items.get(self._key(Key))

@@ -16,6 +16,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -121,6 +122,7 @@ class Problem:
 @dataclass
 class FuzzReport:
     examples: int = 0
+    operations: int = 0  # root fields fuzzed (each in both auth modes)
     statuses: Counter[int] = field(default_factory=Counter)
     codes: Counter[str] = field(default_factory=Counter)
     accepted: Counter[str] = field(default_factory=Counter)  # root field -> clean answers
@@ -130,6 +132,7 @@ class FuzzReport:
     def summary(self) -> dict[str, Any]:
         return {
             "examples": self.examples,
+            "operations": self.operations,
             "accepted": dict(sorted(self.accepted.items())),
             "statuses": dict(sorted(self.statuses.items())),
             "errorCodes": dict(self.codes.most_common()),
@@ -213,6 +216,7 @@ def _user_errors(data: object) -> list[object]:
 
 
 PRODUCTS = ("fz-a", "fz-b", "fz-c")
+UNPUBLISHING = {"Mutation.moderateComment": 1, "Mutation.deleteComment": 2}  # and in this order
 LANGUAGES = ("en", "de", "pt-br")
 SEED_COMMENT = """mutation($input: CreateCommentInput!) {
   createComment(input: $input) {
@@ -227,8 +231,14 @@ class Known:
     comment_ids: tuple[str, ...] = ()
 
 
-def seed_known(session: requests.Session, url: str, token: str) -> Known:
-    """Create two comments per product (idempotently: a rerun finds the same ones)."""
+def seed_known(
+    session: requests.Session, url: str, token: str, others: Sequence[str] = ()
+) -> Known:
+    """Create two comments per product (idempotently: a rerun finds the same ones).
+
+    The authors take turns between ``token`` and ``others``: comments by someone else are
+    what reports, replies and moderation act on; the fuzzer's own are what edits act on."""
+    authors = (token, *others)
     global_ids: list[str] = []
     comment_ids: list[str] = []
     for number in range(2 * len(PRODUCTS)):
@@ -244,7 +254,7 @@ def seed_known(session: requests.Session, url: str, token: str) -> Known:
         response = session.post(
             url,
             json={"query": SEED_COMMENT, "variables": variables},
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {authors[number % len(authors)]}"},
             timeout=30,
         )
         body = response.json()
@@ -321,17 +331,27 @@ def steer(query: str, data: st.DataObject, known: Known = Known()) -> str:
     return print_ast(visit(document, Steer()))
 
 
-def fuzz(url: str, token: str, *, examples: int, seed: int = 0) -> FuzzReport:
-    """Run ``examples`` generated requests per root field and per auth mode against ``url``."""
+def fuzz(
+    url: str, token: str, *, examples: int, seed: int = 0, authors: Sequence[str] = ()
+) -> FuzzReport:
+    """Run ``examples`` generated requests per root field and per auth mode against ``url``.
+
+    ``authors``: tokens of other users who write some of the seeded comments."""
     schema = schemathesis.graphql.from_path(ROOT / "schema.graphql")
     report = FuzzReport()
     started = time.monotonic()
     with requests.Session() as session:
-        known = seed_known(session, url, token)
+        known = seed_known(session, url, token, authors)
+        operations = []
         for result in schema.get_all_operations():
             if isinstance(result, Err):
                 raise RuntimeError(f"schema.graphql cannot be fuzzed: {result.err()}")
-            operation = result.ok()
+            operations.append(result.ok())
+        # Writes that unpublish or remove the seeded comments go last, so that reports,
+        # replies and edits still find them published.
+        operations.sort(key=lambda operation: UNPUBLISHING.get(operation.label, 0))
+        for operation in operations:
+            report.operations += 1
             for authenticated in (False, True):
                 headers = {"Authorization": f"Bearer {token}"} if authenticated else {}
                 _fuzz_one(operation, session, url, headers, examples, seed, report, known)
@@ -390,7 +410,13 @@ def main(argv: list[str] | None = None) -> int:
     with rig("fuzz") as running:
         url = running.server.graphql_url
         print(f"fuzzing {url}, {args.examples} examples per field and auth mode", file=sys.stderr)
-        report = fuzz(url, running.token(), examples=args.examples, seed=args.seed)
+        report = fuzz(
+            url,
+            running.token(merchant=True),
+            examples=args.examples,
+            seed=args.seed,
+            authors=[running.token("fuzz-author", moderator=False)],
+        )
         drift = running.verify()
     summary = {**report.summary(), "commentsAtEnd": drift.comments, "drifts": len(drift.describe())}
     print(json.dumps(summary, indent=2))

@@ -147,8 +147,11 @@ class Rig:
     table: str
     secret: str
 
-    def token(self, sub: str = "reliability", *, moderator: bool = True) -> str:
-        return mint(self.secret, sub, roles=["moderator"] if moderator else None)
+    def token(
+        self, sub: str = "reliability", *, moderator: bool = True, merchant: bool = False
+    ) -> str:
+        roles = (["moderator"] if moderator else []) + (["merchant"] if merchant else [])
+        return mint(self.secret, sub, roles=roles or None)
 
     def verify(self) -> Report:
         """The verify command's check of every counter and leaderboard entry."""

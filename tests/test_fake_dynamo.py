@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.bulk import load_new_products
-from storage.model import Comment, Direction, ListingFilter
-from storage.reads import get_counts, leaderboard
+from storage.errors import TransactionCancelled
+from storage.expressions import Attr, put_request
+from storage.model import Comment, Direction, ListingFilter, PageRequest, Status
+from storage.reads import get_counts, leaderboard, moderation_queue, queue_length
 from storage.table import TableRef, create_table
 from tests.helpers import oracle, stamp, walk
 
@@ -59,3 +62,33 @@ async def test_fake_counters_and_leaderboard(fake_table: tuple[TableRef, list[Co
     assert counts.total == sum(c.product_id == "p1" for c in comments)
     top = await leaderboard(table, 2)
     assert {e.product_id for e in top} == {"p0", "p1"}
+
+
+async def test_fake_loads_pending_comments_with_the_queue_count() -> None:
+    table = TableRef(FakeDynamo(), "fake")
+    await create_table(table.client, table.name)
+    pending = [
+        replace(c, status=Status.PENDING, submitted_at=c.created_at)
+        for c in (Comment(f"{n:032x}", "p", "en", 4, None, "b", "a", stamp(n)) for n in range(3))
+    ]
+    await load_new_products(table, pending)
+    assert await queue_length(table) == 3
+    assert [c.comment_id for c in (await moderation_queue(table, PageRequest(10))).comments] == [
+        c.comment_id for c in pending
+    ]
+
+
+async def test_a_fake_transaction_is_all_or_nothing() -> None:
+    fake = FakeDynamo()
+    existing = {"PK": {"S": "x"}, "SK": {"S": "x"}, "v": {"N": "1"}}
+    fake.items[("x", "x")] = existing
+    fresh = {"PK": {"S": "y"}, "SK": {"S": "y"}}
+    with pytest.raises(TransactionCancelled) as cancelled:
+        await fake.transact_write_items(
+            TransactItems=[
+                {"Put": put_request("t", fresh, Attr("PK").not_exists())},
+                {"Put": put_request("t", existing, Attr("PK").not_exists())},
+            ]
+        )
+    assert [r["Code"] for r in cancelled.value.reasons] == ["None", "ConditionalCheckFailed"]
+    assert ("y", "y") not in fake.items

@@ -238,13 +238,18 @@ def simulate(change: Change, life: Life, now: str) -> Outcome:
     if isinstance(change, Answer):
         return _answer(change, c, life, now)
     if change.who is Who.STRANGER:
-        return Expect(NotAuthor), life
+        return _refused_stranger(c), life
     return Expect(comment=c), Life(None)  # its reports go with it
+
+
+def _refused_stranger(c: Comment) -> Expect:
+    # To anyone but its author and moderators an unpublished comment does not exist.
+    return Expect(NotAuthor if c.published else CommentNotFound)
 
 
 def _edit(change: Edit, c: Comment, life: Life, now: str) -> Outcome:
     if change.who is not Who.AUTHOR:
-        return Expect(NotAuthor), life
+        return _refused_stranger(c), life
     content = replace(
         c,
         rating=change.rating or c.rating,

@@ -195,7 +195,7 @@ def _tally(comments: list[Comment]) -> tuple[int, ...]:
 @given(scenarios())
 @example(MOSTLY_VERIFIED)
 async def test_listings_equal_brute_force_in_memory(scenario: Scenario) -> None:
-    # The fake has no transactions: the comments that survive the deletes are bulk-loaded,
+    # The fake has no conditioned writes: the comments that survive the deletes are bulk-loaded,
     # with ids of the shape the write path makes (random-looking, so ties order by chance).
     products, specs, deletes, queries = scenario
     table = TableRef(FakeDynamo(), "oracle")
