@@ -166,9 +166,8 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
             elif args.get("verifiedOnly") is False:
                 width = 0  # one partition
             # else: verified only (or unknown), a fan-out over every rating
-    queries = 0
-    if size > 0:
-        queries = _page_calls(size) * (1 if width <= 1 else ROUNDS * width)
+    # An empty page still reads each partition's lookahead item (for hasNextPage).
+    queries = _page_calls(size) * (1 if width <= 1 else ROUNDS * width)
     return FieldCost(1 + queries, 1, Lengths(size, queries))
 
 
@@ -180,7 +179,7 @@ def _partition(args: Args, _: Lengths) -> FieldCost:
             size = page_size(
                 args.get("first"), args.get("after"), args.get("last"), args.get("before")
             )
-    queries = _page_calls(size) if size > 0 else 0
+    queries = _page_calls(size)  # at size 0 too: the lookahead item is read
     return FieldCost(1 + queries, 1, Lengths(size, queries))
 
 

@@ -25,7 +25,7 @@ from storage.model import NewComment
 from storage.table import TableRef
 from storage.types import Response
 from storage.wrapping import ClientWrapper
-from tests.api_helpers import Api, running_api
+from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, stamp
 
 SCHEMA = build_schema()._schema
@@ -91,12 +91,13 @@ def gid(type_name: str, node_id: str) -> str:
             3 + 3 * 1,
             3 * 3,
         ),
-        # Variables are coerced before counting; first: 0 reads the counters only.
+        # Variables are coerced before counting. first: 0 still reads each partition's
+        # lookahead item (for hasNextPage): counters + two ratings in each of two rounds.
         (
             'query($r: [Int!], $n: Int) { product(productId: "p") '
             "{ comments(ratings: $r, first: $n) { nodes { product { stats { total } } } } } }",
             {"r": [2, 3], "n": 0},
-            1,
+            1 + 2 * 2,
             2,
         ),
         # Aliases each cost.
@@ -276,6 +277,28 @@ async def test_variables_that_do_not_coerce_run_nothing(api: Api, seeded: str) -
     assert body["data"] is None
     assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
     assert body["extensions"]["storage"]["calls"] == 0
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        'product(productId: "$P") { comments(first: 0) { totalCount pageInfo { hasNextPage } } }',
+        'product(productId: "$P") { comments(first: 0, ratings: [1, 2, 3]) { totalCount } }',
+        'product(productId: "$P") { comments(last: 0, verifiedOnly: true) { totalCount } }',
+        "viewer { comments(first: 0) { totalCount pageInfo { hasNextPage } } }",
+        "moderationQueue(first: 0) { totalCount pageInfo { hasNextPage } }",
+    ],
+)
+async def test_an_empty_page_is_priced_at_the_reads_it_makes(
+    api: Api, seeded: str, field: str
+) -> None:
+    # An empty page still reads one item per partition to answer hasNextPage: the estimate
+    # must admit those reads, or the field fails for a reason the client cannot fix.
+    body = await api.gql("{ " + field.replace("$P", seeded) + " }", token=token(moderator=True))
+    assert "errors" not in body, body["errors"]
+    storage, cost = body["extensions"]["storage"], body["extensions"]["cost"]
+    assert storage["calls"] <= cost["requested"]
+    assert storage["refusedCalls"] == 0
 
 
 # The large response: 100 comments, each with its product's 50 newest (5,100
