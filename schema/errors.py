@@ -81,10 +81,13 @@ def with_codes(
 
 
 class StorageReport(SchemaExtension):
-    """Adds this request's storage calls, items read and capacity to ``extensions``."""
+    """Adds this request's storage calls to ``extensions``, and the items read and capacity
+    where plans are shown (EXPLAIN on, or a moderator): those figures count hidden
+    comments too, so they would tell anyone that a hidden comment exists, and its size."""
 
     def get_results(self) -> dict[str, Any]:
         context = self.execution_context.context
         if not isinstance(context, Context):
             return {}
-        return {"storage": context.meter.summary(), "requestId": context.request_id}
+        storage = context.meter.summary(detailed=context.may_explain())
+        return {"storage": storage, "requestId": context.request_id}

@@ -79,15 +79,21 @@ class Meter:
             else:
                 self.write_capacity += units
 
-    def summary(self) -> dict[str, Any]:
-        return {
+    def summary(self, *, detailed: bool = True) -> dict[str, Any]:
+        """The figures of this request. Items read and capacity depend on what storage
+        holds, hidden items included, so ``detailed=False`` leaves them out: the calls
+        alone depend only on what was asked."""
+        figures: dict[str, Any] = {
             "calls": self.total_calls,
             "callsByOperation": dict(sorted(self.calls.items())),
-            "itemsRead": self.items_read,
-            "readCapacityUnits": round(self.read_capacity, 3),
-            "writeCapacityUnits": round(self.write_capacity, 3),
-            "refusedCalls": self.refused,
         }
+        if detailed:
+            figures |= {
+                "itemsRead": self.items_read,
+                "readCapacityUnits": round(self.read_capacity, 3),
+                "writeCapacityUnits": round(self.write_capacity, 3),
+            }
+        return figures | {"refusedCalls": self.refused}
 
 
 class MeteredClient(ClientWrapper):

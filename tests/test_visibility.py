@@ -348,3 +348,34 @@ async def test_an_edit_through_the_api_moves_counters_and_reports_every_bad_fiel
         "query($p: ID!) { product(productId: $p) { stats { total } } }", {"p": product}
     )
     assert gone["product"]["stats"]["total"] == 0
+
+
+@pytest.mark.parametrize("who", sorted(set(ROLES) - SEES_UNPUBLISHED))
+async def test_the_storage_report_gives_no_hint_of_a_hidden_comment(
+    setup: tuple[Api, Api, TableRef], who: str
+) -> None:
+    # Items read and capacity consumed would tell a hidden comment from a missing one (and
+    # its size); outside EXPLAIN only moderators see them. The rest of the answer is
+    # the same for both ids.
+    _, pre, own = setup
+    hidden = await create(pre, own_product_id())
+    async with running_api(own.client, own.name, explain=False) as production:
+        answers = []
+        for cid in (hidden, "0" * 32):
+            gid = str(relay.GlobalID("Comment", cid))
+            body = await production.gql(
+                "query($c: ID!, $g: ID!) { comment(commentId: $c) { commentId } "
+                "node(id: $g) { id } nodes(ids: [$g]) { id } }",
+                {"c": cid, "g": gid},
+                ROLES[who],
+            )
+            del body["extensions"]["requestId"]
+            answers.append(body)
+        assert answers[0] == answers[1]
+        assert "itemsRead" not in answers[0]["extensions"]["storage"]
+        moderated = await production.gql(
+            "query($c: ID!) { comment(commentId: $c) { commentId } }",
+            {"c": hidden},
+            ROLES["moderator"],
+        )
+    assert moderated["extensions"]["storage"]["itemsRead"] == 1
