@@ -68,6 +68,7 @@ USER_ERROR_CODES = frozenset(
         "REQUIRED",
         "NOT_FOUND",
         "FORBIDDEN",
+        "CHANGED",
         "IDEMPOTENCY_KEY_REUSED",
         "LIMIT_REACHED",
     }

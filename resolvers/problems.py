@@ -28,6 +28,8 @@ class ProblemCode(enum.Enum):
     FORBIDDEN = "FORBIDDEN"
     IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     LIMIT_REACHED = "LIMIT_REACHED"
+    # The object changed since the revision the request names (a moderator's review).
+    CHANGED = "CHANGED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,7 @@ _CODES: tuple[tuple[type[storage_errors.StorageError], ProblemCode], ...] = (
     (storage_errors.NotPublished, ProblemCode.FORBIDDEN),
     (storage_errors.IdempotencyKeyReused, ProblemCode.IDEMPOTENCY_KEY_REUSED),
     (storage_errors.CommentsPerProductLimit, ProblemCode.LIMIT_REACHED),
+    (storage_errors.RevisedSinceReview, ProblemCode.CHANGED),
 )
 
 

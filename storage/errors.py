@@ -102,6 +102,11 @@ class NotPublished(StorageError):
     """The action needs a PUBLISHED comment (reports, replies) and this one is not."""
 
 
+class RevisedSinceReview(StorageError):
+    """The author changed the comment after the revision a moderator reviewed; nothing
+    was decided."""
+
+
 class OwnComment(StorageError):
     """Authors may not do this to their own comment (report it)."""
 

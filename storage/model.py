@@ -108,6 +108,12 @@ class Comment:
     reply: Reply | None = None
 
     @property
+    def revised_at(self) -> str:
+        """When its content (text, rating, language) last changed: its latest edit, or its
+        creation. Edits keep it strictly increasing, so it names one revision."""
+        return self.edited_at or self.created_at
+
+    @property
     def published(self) -> bool:
         """Listed and counted (PENDING and REJECTED comments are neither)."""
         return self.status is Status.PUBLISHED

@@ -4,9 +4,11 @@ concurrent model test drives all of them at once.)"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from storage.errors import NoReply, NotAuthor, NotPublished, OwnComment
+from storage.errors import NoReply, NotAuthor, NotPublished, OwnComment, RevisedSinceReview
 from storage.indexes import Index
 from storage.model import ListingFilter, ModerationMode, NewComment, PageRequest, Status
 from storage.reads import (
@@ -105,6 +107,40 @@ async def test_an_edit_moves_counters_between_ratings_and_languages(fresh: Table
     assert waiting.status is Status.PENDING
     assert await queued(fresh) == [cid]
     assert (await get_counts(fresh, pid, None)).total == 0
+    await assert_exact(fresh)
+
+
+async def test_a_decision_on_a_revision_the_author_replaced_is_refused(fresh: TableRef) -> None:
+    pid = own_product_id()
+    frozen = datetime(2026, 1, 1, tzinfo=UTC)
+    made = await create_comment(
+        fresh,
+        NewComment(pid, "en", 3, "fine words", "ann"),
+        moderation=ModerationMode.PRE,
+        backoff=FAST,
+        clock=lambda: frozen,
+    )
+    cid = made.comment.comment_id
+    reviewed = made.comment.revised_at
+    # Two edits within one millisecond (here: with a clock that stands still) are two
+    # revisions all the same.
+    edits = [
+        await edit_comment(fresh, cid, Edit(body=body), author_id="ann", clock=lambda: frozen)
+        for body in ("bad words", "worse words")
+    ]
+    revisions = [reviewed] + [e.revised_at for e in edits]
+    assert revisions == sorted(set(revisions))
+    for stale in revisions[:2]:
+        with pytest.raises(RevisedSinceReview):
+            await moderate_comment(
+                fresh, cid, Decision.APPROVE, moderator="mo", reviewed=stale, backoff=FAST
+            )
+    assert await queued(fresh) == [cid]
+    assert (await get_counts(fresh, pid, None)).total == 0
+    approved = await moderate_comment(
+        fresh, cid, Decision.APPROVE, moderator="mo", reviewed=revisions[-1], backoff=FAST
+    )
+    assert (approved.status, approved.body) == (Status.PUBLISHED, "worse words")
     await assert_exact(fresh)
 
 

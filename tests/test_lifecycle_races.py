@@ -264,9 +264,13 @@ def _edit(change: Edit, c: Comment, life: Life, now: str) -> Outcome:
     waits = c.status is Status.REJECTED or (
         c.status is Status.PUBLISHED and change.mode is ModerationMode.PRE
     )
+    # Each revision is later than the last, by a millisecond when the clock has not moved
+    # (every write of a step shares one moment).
+    last = c.edited_at or c.created_at
+    later = keys.format_timestamp(keys.parse_timestamp(last) + timedelta(milliseconds=1))
     after = replace(
         content,
-        edited_at=now,
+        edited_at=now if now > last else later,
         status=Status.PENDING if waits else c.status,
         submitted_at=now if waits else c.submitted_at,
     )

@@ -379,3 +379,33 @@ async def test_the_storage_report_gives_no_hint_of_a_hidden_comment(
             ROLES["moderator"],
         )
     assert moderated["extensions"]["storage"]["itemsRead"] == 1
+
+
+async def test_a_moderator_decides_on_the_revision_they_reviewed(
+    setup: tuple[Api, Api, TableRef],
+) -> None:
+    _, pre, _ = setup
+    cid = await create(pre, own_product_id())
+    read = "query($c: ID!) { comment(commentId: $c) { revisedAt body } }"
+    seen = (await pre.data(read, {"c": cid}, ROLES["moderator"]))["comment"]["revisedAt"]
+    edit = "mutation($i: UpdateCommentInput!) { updateComment(input: $i) { userErrors { code } } }"
+    changed = await pre.data(edit, {"i": {"id": cid, "body": "edited"}}, ROLES["author"])
+    assert changed["updateComment"]["userErrors"] == []
+    decide = """mutation($i: ModerateCommentInput!) { moderateComment(input: $i) {
+      comment { status body } userErrors { field code } } }"""
+    stale = await pre.data(
+        decide, {"i": {"id": cid, "decision": "APPROVE", "revisedAt": seen}}, ROLES["moderator"]
+    )
+    assert stale["moderateComment"] == {
+        "comment": None,
+        "userErrors": [{"field": ["input", "revisedAt"], "code": "CHANGED"}],
+    }
+    now = await pre.data(read, {"c": cid}, ROLES["moderator"])
+    assert now["comment"]["body"] == "edited"
+    assert now["comment"]["revisedAt"] > seen
+    done = await pre.data(
+        decide,
+        {"i": {"id": cid, "decision": "APPROVE", "revisedAt": now["comment"]["revisedAt"]}},
+        ROLES["moderator"],
+    )
+    assert done["moderateComment"]["comment"] == {"status": "PUBLISHED", "body": "edited"}

@@ -6,16 +6,19 @@ from resolvers.comments.visibility import may_see
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
-from resolvers.problems import Checks, refused
+from resolvers.problems import Checks, Problem, ProblemCode, Problems, refused
 from storage import keys
-from storage.errors import CommentNotFound, NotPublished, OwnComment
+from storage.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
 from storage.model import REPORT_REASONS, Comment, clean_note
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.reports import report_comment
 
 
-async def moderate(ctx: Context, comment_id: str, decision: str, note: str | None) -> Comment:
-    """Approve or reject a comment (moderators only: FORBIDDEN otherwise)."""
+async def moderate(
+    ctx: Context, comment_id: str, decision: str, note: str | None, reviewed: str | None = None
+) -> Comment:
+    """Approve or reject a comment (moderators only: FORBIDDEN otherwise); with
+    ``reviewed``, only if it is still the revision the moderator saw (CHANGED)."""
     who = viewer(ctx)
     if not who.is_moderator:
         raise Forbidden("only moderators may moderate comments")
@@ -32,10 +35,22 @@ async def moderate(ctx: Context, comment_id: str, decision: str, note: str | Non
                 Decision(decision),
                 moderator=who.name or who.author_id,
                 note=note,
+                reviewed=reviewed,
             )
         )
     except CommentNotFound as exc:
         raise refused(exc, (*field, "id")) from exc
+    except RevisedSinceReview as exc:
+        raise Problems(
+            [
+                Problem(
+                    (*field, "revisedAt"),
+                    "the author edited the comment after the revision you reviewed; review "
+                    "it again",
+                    ProblemCode.CHANGED,
+                )
+            ]
+        ) from exc
     ctx.loaders.forget_writes(comment_id)
     return decided
 

@@ -10,6 +10,7 @@ from schema.comments.lifecycle import ModerationDecision, ReportReason
 from schema.comments.mutations import comment_id_of
 from schema.comments.types import Comment
 from schema.context import Info
+from schema.scalars import DateTime
 from schema.user_errors import UserError
 from storage.model import NOTE_MAX
 
@@ -24,6 +25,12 @@ class ModerateCommentInput:
         default=None,
         description=f"Shown to the author when a comment is rejected; at most {NOTE_MAX:,} "
         "characters.",
+    )
+    revised_at: DateTime | None = strawberry.field(
+        default=None,
+        description="The comment's revisedAt as you reviewed it: if the author has edited it "
+        "since, nothing is decided and userErrors says CHANGED. Leave it out to decide on "
+        "whatever the comment now says.",
     )
 
 
@@ -60,7 +67,11 @@ class ReportCommentPayload:
 async def moderate_comment(info: Info, input: ModerateCommentInput) -> ModerateCommentPayload:
     try:
         decided = await moderation.moderate(
-            info.context, comment_id_of(input.id), input.decision.name, input.note
+            info.context,
+            comment_id_of(input.id),
+            input.decision.name,
+            input.note,
+            input.revised_at,
         )
     except Problems as refused:
         return ModerateCommentPayload(comment=None, user_errors=UserError.all(refused))

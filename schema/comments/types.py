@@ -48,6 +48,11 @@ class Comment(relay.Node):
     edited_at: DateTime | None = strawberry.field(
         description="When the author last changed the text, rating or language; null if never."
     )
+    revised_at: DateTime = strawberry.field(
+        description="When the content last changed: the latest edit, or the creation. Each "
+        "edit moves it forward, so it names one revision; a moderator passes it to "
+        "moderateComment to decide on exactly what they read."
+    )
     verified_purchase: bool = strawberry.field(
         description="True when the author's token listed this product in its `purchases` "
         "claim when the comment was written."
@@ -61,6 +66,7 @@ class Comment(relay.Node):
         return cls(
             status=CommentStatus[c.status.name],
             edited_at=None if c.edited_at is None else DateTime(c.edited_at),
+            revised_at=DateTime(c.revised_at),
             verified_purchase=c.verified,
             merchant_reply=None if c.reply is None else MerchantReply.of(c.reply),
             stored=c,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from storage import keys
 from storage.errors import CommentNotFound, NotAuthor
@@ -65,7 +65,16 @@ def edited(c: Comment, edit: Edit, mode: ModerationMode, now: str) -> Comment:
     submitted = c.submitted_at
     if c.status is Status.REJECTED or (c.published and mode is ModerationMode.PRE):
         status, submitted = Status.PENDING, now
-    return replace(content, status=status, submitted_at=submitted, edited_at=now)
+    return replace(content, status=status, submitted_at=submitted, edited_at=revised(c, now))
+
+
+def revised(c: Comment, now: str) -> str:
+    """The new revision's time: now, or a millisecond after the last revision when the
+    clock has not passed it (two edits within a millisecond, or a clock behind), so a
+    moderator who names a revision names exactly one."""
+    if now > c.revised_at:
+        return now
+    return keys.format_timestamp(keys.parse_timestamp(c.revised_at) + timedelta(milliseconds=1))
 
 
 async def edit_comment(

@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from storage import keys
+from storage.errors import RevisedSinceReview
 from storage.model import Comment, Moderation, Status, clean_note
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
@@ -42,15 +43,25 @@ async def moderate_comment(
     *,
     moderator: str,
     note: str | None = None,
+    reviewed: str | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
     clock: Callable[[], datetime] = utc_now,
 ) -> Comment:
     """Approve or reject a comment in any status (approving a published one dismisses its
-    reports); ``CommentNotFound`` when it does not exist. Returns it as it now is."""
+    reports); ``CommentNotFound`` when it does not exist. Returns it as it now is.
+
+    ``reviewed``: the revision (``Comment.revised_at``) the moderator decided on; if the
+    author has edited since, nothing is decided (``RevisedSinceReview``). The check and
+    the decision commit together, under the condition that the comment is as read."""
     note = clean_note(note)
     now = keys.format_timestamp(clock())
 
     def decide(stored: Stored) -> Change:
+        if reviewed is not None and stored.comment.revised_at != reviewed:
+            raise RevisedSinceReview(
+                f"comment {comment_id} was edited at {stored.comment.revised_at}, after the "
+                f"revision of {reviewed} that was reviewed"
+            )
         return Change(decided(stored.comment, decision, moderator, note, now))
 
     applied = await apply(table, comment_id, decide, backoff=backoff)

@@ -34,6 +34,7 @@ export type PlanStrategy =
 
 /** Why an input was refused. */
 export type UserErrorCode =
+  | 'CHANGED'
   | 'FORBIDDEN'
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'INVALID'
