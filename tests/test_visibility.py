@@ -133,6 +133,22 @@ async def test_moderation_details_for_moderators_and_the_note_for_the_author(
         assert comment["moderation"] is None
 
 
+@pytest.mark.parametrize("role", list(ROLES))
+async def test_a_note_on_an_approval_stays_with_the_moderators(
+    setup: tuple[Api, Api, TableRef], role: str
+) -> None:
+    # The input's note is documented as shown to the author on a rejection; on an approval
+    # it is the moderators' own ("approved, but watch this author").
+    post, _, _ = setup
+    cid = await create(post, own_product_id())
+    await post.data(MODERATE, {"id": cid, "d": "APPROVE", "n": "watch them"}, ROLES["moderator"])
+    data = await post.data(
+        f"query($c: ID!) {{ comment(commentId: $c) {{ {FIELDS} }} }}", {"c": cid}, ROLES[role]
+    )
+    expected = "watch them" if role == "moderator" else None
+    assert data["comment"]["moderationNote"] == expected
+
+
 async def test_writes_on_an_unpublished_comment_answer_not_found_to_others(
     setup: tuple[Api, Api, TableRef],
 ) -> None:

@@ -93,14 +93,20 @@ class Comment(relay.Node):
         return Moderation.of(self.stored.moderation)
 
     @strawberry.field(
-        description="The moderator's note on the last decision (why it was rejected); null "
-        "unless the viewer is the author or a moderator, or when there is none."
+        description="Why the comment was rejected, as the moderator wrote it: for its author "
+        "while it is REJECTED, and for moderators (who see the note of any decision); "
+        "null otherwise."
     )
     def moderation_note(self, info: Info) -> str | None:
         who = reader(info.context)
-        if who is None or not (who.is_moderator or who.author_id == self.subject):
+        if who is None:
             return None
-        return self.stored.moderation.note
+        if who.is_moderator:
+            return self.stored.moderation.note
+        # A note on an approval is the moderators' own: the author sees rejection notes.
+        if who.author_id == self.subject and self.stored.status is model.Status.REJECTED:
+            return self.stored.moderation.note
+        return None
 
     @strawberry.field(
         description="An opaque, stable identifier of the author: the same on all their "
