@@ -10,6 +10,8 @@ from typing import Any
 import jwt
 
 from resolvers.errors import Unauthenticated
+from storage.errors import InvalidInput
+from storage.model import AUTHOR_MAX, check_identifier, clean_author_name
 
 ALGORITHM = "HS256"
 MODERATOR = "moderator"
@@ -91,22 +93,37 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
         raise Unauthenticated("the token is not valid") from exc
     _check_times(claims, rules.max_lifetime, time.time())
     sub, name, roles = claims.get("sub"), claims.get("name"), claims.get("roles", [])
-    if not isinstance(sub, str) or not sub.strip() or len(sub) > 128:
-        raise Unauthenticated("the token's sub claim must name the author")
-    if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 128):
-        raise Unauthenticated("the token's name claim must be a short string")
-    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
-        raise Unauthenticated("the token's roles claim must be a list of strings")
+    # Claims end up in storage keys, moderation records, replies and logs: each must be
+    # text those can carry, with nothing invisible or unencodable in it.
+    try:
+        sub = check_identifier("sub", sub, AUTHOR_MAX)
+    except InvalidInput as exc:
+        raise Unauthenticated(f"the token's sub claim must name the author: {exc}") from exc
+    if name is not None:
+        try:
+            name = clean_author_name(name)
+        except InvalidInput as exc:
+            raise Unauthenticated(f"the token's name claim is not a display name: {exc}") from exc
+    if not isinstance(roles, list) or not all(_is_identifier(r) for r in roles):
+        raise Unauthenticated("the token's roles claim must be a list of role names")
     purchases = claims.get("purchases", [])
     if (
         not isinstance(purchases, list)
         or len(purchases) > PURCHASES_MAX
-        or not all(isinstance(p, str) for p in purchases)
+        or not all(_is_identifier(p) for p in purchases)
     ):
         raise Unauthenticated(
             f"the token's purchases claim must be a list of at most {PURCHASES_MAX} product ids"
         )
     return Viewer(sub, name, frozenset(roles), frozenset(purchases))
+
+
+def _is_identifier(value: object) -> bool:
+    try:
+        check_identifier("claim", value, AUTHOR_MAX)
+    except InvalidInput:
+        return False
+    return True
 
 
 def _check_times(claims: dict[str, Any], max_lifetime: int | None, now: float) -> None:

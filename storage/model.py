@@ -162,6 +162,9 @@ def _check_text(
         return None
     if not isinstance(value, str):
         raise InvalidCommentText(f"{name} must be a string")
+    if any(unicodedata.category(ch) == "Cs" for ch in value):
+        # A lone surrogate (JSON admits "\ud800") is not text: it cannot be encoded.
+        raise InvalidCommentText(f"{name} must be valid Unicode text (it has a lone surrogate)")
     value = unicodedata.normalize("NFC", value)
     if not any(_visible(ch) for ch in value):
         if optional and not value.strip():
@@ -214,6 +217,15 @@ def check_idempotency_key(value: object) -> None:
         _check_token("idempotency key", value, IDEMPOTENCY_KEY_MAX)
 
 
+def check_identifier(name: str, value: object, maximum: int) -> str:
+    """An identifier-like text (an author id, a role, a product id from a token): non-blank,
+    at most ``maximum`` characters, and nothing invisible or unencodable in it: no
+    control, format (bidi, zero-width) or surrogate characters."""
+    _check_token(name, value, maximum)
+    assert isinstance(value, str)
+    return value
+
+
 def _check_token(name: str, value: object, maximum: int) -> None:
     """An identifier-like text: non-blank, at most ``maximum`` characters, no controls."""
     if not isinstance(value, str):
@@ -222,8 +234,8 @@ def _check_token(name: str, value: object, maximum: int) -> None:
         raise TextMissing(f"{name} must be a non-empty string")
     if len(value) > maximum:
         raise TextTooLong(f"{name} must be at most {maximum:,} characters")
-    if any(unicodedata.category(ch) == "Cc" for ch in value):
-        raise InvalidCommentText(f"{name} must not contain control characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in value):
+        raise InvalidCommentText(f"{name} must not contain control, format or surrogate characters")
 
 
 @dataclass(frozen=True, slots=True)

@@ -386,6 +386,17 @@ LIVING = {"sub": "ann", "iat": NOW, "exp": NOW + 600}
         _raw({"iat": NOW, "exp": NOW + 600}),
         _raw({"sub": "ann", "iat": NOW}),
         _raw({**LIVING, "roles": "moderator"}),
+        # Claims that are not text a response or storage can carry, or that would print
+        # escape sequences into logs, moderation records and replies.
+        _raw({**LIVING, "sub": "ann\ud800"}),
+        _raw({**LIVING, "sub": "\x1b[31mann"}),
+        _raw({**LIVING, "sub": "ann\u202e"}),
+        _raw({**LIVING, "name": "Ann\udfff"}),
+        _raw({**LIVING, "name": "\x1b[2JAnn"}),
+        _raw({**LIVING, "name": "Ann\u202egnp.exe"}),
+        _raw({**LIVING, "name": "x" * 129}),
+        _raw({**LIVING, "roles": ["moderator\ud800"]}),
+        _raw({**LIVING, "purchases": ["p\ud800"]}),
     ],
     ids=[
         "garbage",
@@ -396,6 +407,15 @@ LIVING = {"sub": "ann", "iat": NOW, "exp": NOW + 600}
         "no-sub",
         "no-exp",
         "roles-not-list",
+        "sub-surrogate",
+        "sub-ansi",
+        "sub-bidi",
+        "name-surrogate",
+        "name-ansi",
+        "name-bidi",
+        "name-too-long",
+        "role-surrogate",
+        "purchase-surrogate",
     ],
 )
 async def test_bad_tokens_are_unauthenticated(

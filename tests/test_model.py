@@ -53,6 +53,13 @@ def test_new_comment_normalises() -> None:
         # Bytes are limited too: 10,000 emoji are 10,000 characters but 40,000 bytes.
         {"body": "\U0001f600" * 10_000},
         {"title": "\U0001f600" * 201},
+        # Lone surrogates (JSON admits "\ud800"): not text at all, they cannot be encoded.
+        {"body": "fine \ud800 words"},
+        {"title": "\udfff"},
+        {"author_name": "Ann\ud83d"},
+        {"author_id": "ann\ud800"},
+        {"idempotency_key": "key\ud800"},
+        {"author_id": "ann\u200b"},  # an id with an invisible character in it
     ],
 )
 def test_new_comment_rejects_bad_text(overrides: dict[str, object]) -> None:
