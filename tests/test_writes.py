@@ -204,6 +204,19 @@ async def test_same_key_same_request_returns_the_first_result(
     assert (await get_counts(table, product_id, None)).total == 1
 
 
+@pytest.mark.parametrize("verified", [True, False])
+async def test_a_replay_answers_what_the_first_request_stored(
+    table: TableRef, product_id: str, verified: bool
+) -> None:
+    # Whether the purchase is verified comes from the token, not from the request's fields:
+    # a retry with another token (purchases listed, or not) still gets the first result.
+    first = await create_comment(table, _new(product_id, verified=verified))
+    again = await create_comment(table, _new(product_id, verified=not verified))
+    assert not again.created
+    assert again.comment == first.comment
+    assert again.comment.verified is verified
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -2,7 +2,9 @@
 
 A create with a key writes, in its own transaction, a record ``IDEMPOTENCY#<digest of
 author and key>`` holding the comment id it made, when, and a fingerprint of the request
-(product, rating, language, title, body, after normalisation). The record outlives the
+(product, rating, language, title, body, after normalisation), and what the request does
+not say but its token and the server's settings decided (display name, status, whether
+the purchase was verified). The record outlives the
 comment: it is kept for ``RETENTION`` (DynamoDB TTL) whatever happens to the comment, so
 
 - the same key with the same request returns the first result, even after the comment was
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from storage import keys
@@ -51,6 +53,7 @@ def record_part(table: TableRef, new: NewComment, comment: Comment, now: datetim
         "createdAt": {"S": comment.created_at},
         "fingerprint": {"S": fingerprint(new)},
         "status": {"S": comment.status.value},
+        "verified": {"BOOL": comment.verified},
         EXPIRES_ATTR: {"N": str(int((now + RETENTION).timestamp()))},
     }
     if comment.author_name is not None:
@@ -67,8 +70,11 @@ class Replayed:
 
 
 def replay(new: NewComment, record: Item, now: datetime) -> Replayed | None:
-    """The first result of the key, rebuilt from its record and this (identical) request;
-    None when the record has expired meanwhile. Refuses a different request."""
+    """The first result of the key, rebuilt from its record and this request (identical in
+    what the fingerprint covers); None when the record has expired meanwhile. Refuses a
+    different request. What the fingerprint does not cover (the display name, the status
+    the moderation mode gave, whether the purchase was verified) comes from the record:
+    a retry may carry another token."""
     if number(record, EXPIRES_ATTR) < int(now.timestamp()):
         return None
     if record.get("fingerprint", {}).get("S") != fingerprint(new):
@@ -79,11 +85,12 @@ def replay(new: NewComment, record: Item, now: datetime) -> Replayed | None:
     name = record.get("authorName")
     # The status the comment was made in (records from before statuses: published).
     status = Status(record.get("status", {}).get("S", Status.PUBLISHED.value))
-    return Replayed(
-        new.stored_as(
-            record["commentId"]["S"],
-            record["createdAt"]["S"],
-            None if name is None else name["S"],
-            status,
-        )
+    # Records from before verified purchases: no comment was verified then.
+    verified = bool(record.get("verified", {}).get("BOOL", False))
+    first = new.stored_as(
+        record["commentId"]["S"],
+        record["createdAt"]["S"],
+        None if name is None else name["S"],
+        status,
     )
+    return Replayed(replace(first, verified=verified))
