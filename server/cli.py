@@ -106,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     token = sub.add_parser("token", help="mint a development JWT (HS256, secret $JWT_SECRET)")
     token.add_argument("sub", help="author id")
-    token.add_argument("--name", help="display name (default: the author id)")
+    token.add_argument(
+        "--name", help="display name shown on comments (default: none, shown as Anonymous)"
+    )
     token.add_argument("--moderator", action="store_true", help="add the moderator role")
     token.add_argument("--merchant", action="store_true", help="add the merchant role")
     token.add_argument(

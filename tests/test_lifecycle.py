@@ -110,6 +110,17 @@ async def test_an_edit_moves_counters_between_ratings_and_languages(fresh: Table
     await assert_exact(fresh)
 
 
+async def test_a_blank_title_in_an_edit_removes_the_title(fresh: TableRef) -> None:
+    made = await create_comment(
+        fresh, NewComment(own_product_id(), "en", 4, "body", "ann", title="Title"), backoff=FAST
+    )
+    cid = made.comment.comment_id
+    kept = await edit_comment(fresh, cid, Edit(body="new body"), author_id="ann")
+    assert kept.title == "Title"
+    blank = await edit_comment(fresh, cid, Edit(title="  \u3000 "), author_id="ann")
+    assert (blank.title, blank.body) == (None, "new body")
+
+
 async def test_a_decision_on_a_revision_the_author_replaced_is_refused(fresh: TableRef) -> None:
     pid = own_product_id()
     frozen = datetime(2026, 1, 1, tzinfo=UTC)

@@ -22,7 +22,8 @@ class UpdateCommentInput:
     language: str | None = strawberry.field(default=None, description="BCP 47 language tag.")
     title: str | None = strawberry.field(
         default=strawberry.UNSET,
-        description=f"At most {TITLE_MAX} characters; null removes the title.",
+        description=f"At most {TITLE_MAX} characters; null (or a blank title) removes the "
+        "title; left out, the title stays.",
     )
     body: str | None = strawberry.field(
         default=None, description=f"The text: 1 to {BODY_MAX:,} characters."

@@ -35,7 +35,11 @@ class Edit:
         if self.language is not None:
             object.__setattr__(self, "language", keys.validate_language(self.language))
         if self.title is not None:
-            object.__setattr__(self, "title", clean_title(self.title))
+            cleaned = clean_title(self.title)
+            object.__setattr__(self, "title", cleaned)
+            if cleaned is None:
+                # A blank title is no title, as when a comment is created.
+                object.__setattr__(self, "remove_title", True)
         if self.body is not None:
             object.__setattr__(self, "body", clean_body(self.body))
 
