@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -11,7 +12,7 @@ from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
-from storage.errors import CallBudgetExceeded
+from storage.errors import CallBudgetExceeded, StorageError
 from storage.metering import Meter, MeteredClient
 from storage.model import ModerationMode
 from storage.planner import DEFAULT_TUNING, Tuning
@@ -20,6 +21,7 @@ from storage.writes import DEFAULT_LIMITS, WriteLimits
 from storage.writes.reports import DEFAULT_THRESHOLD
 
 T = TypeVar("T")
+log = logging.getLogger("comments.writes")
 
 
 @dataclass(slots=True)
@@ -40,6 +42,8 @@ class Context:
     explain: bool = True
     moderation: ModerationMode = ModerationMode.POST
     report_threshold: int = DEFAULT_THRESHOLD
+    # Seconds a storage call may take: the request's deadline, and that of tidy-ups.
+    storage_timeout: float = 5.0
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error)."""
@@ -80,6 +84,21 @@ class Context:
                 "This request has made the storage calls its estimated cost allows; this "
                 "field was not read. Ask for smaller pages or fewer products per request."
             ) from exc
+
+    async def after_commit(self, call: Awaitable[None], what: str) -> None:
+        """Tidy-up that follows a committed write (a deleted comment's reports), within a
+        deadline of its own and never an error of the request: the write has happened
+        whatever becomes of it, and what a failed tidy-up leaves expires by itself."""
+        try:
+            async with asyncio.timeout(self.storage_timeout):
+                await call
+        except (TimeoutError, StorageError) as exc:
+            log.warning(
+                "%s after a committed write did not finish (%s); request %s",
+                what,
+                type(exc).__name__,
+                self.request_id,
+            )
 
     def limit_storage_calls(self, budget: int) -> None:
         """Allow this request at most ``budget`` storage calls (its accepted cost)."""
@@ -122,4 +141,5 @@ def make_context(
         explain=explain,
         moderation=moderation,
         report_threshold=report_threshold,
+        storage_timeout=storage_timeout,
     )

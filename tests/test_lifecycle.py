@@ -4,10 +4,14 @@ concurrent model test drives all of them at once.)"""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from resolvers.auth import mint
+from storage import keys
 from storage.errors import NoReply, NotAuthor, NotPublished, OwnComment, RevisedSinceReview
 from storage.indexes import Index
 from storage.model import ListingFilter, ModerationMode, NewComment, PageRequest, Status
@@ -20,14 +24,17 @@ from storage.reads import (
     queue_length,
 )
 from storage.table import TableRef
+from storage.types import Response
 from storage.verify import verify
-from storage.writes import create_comment
+from storage.wrapping import ClientWrapper
+from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.reply import delete_reply, reply_to_comment
 from storage.writes.reports import report_comment
-from tests.helpers import FAST, own_product_id, own_table
+from tests.api_helpers import SECRET, running_api
+from tests.helpers import FAST, FaultyClient, own_product_id, own_table
 
 
 @pytest.fixture
@@ -228,3 +235,62 @@ async def test_delete_of_a_pending_comment_moves_no_counter(fresh: TableRef) -> 
     assert await queued(fresh) == []
     assert await queue_length(fresh) == 0
     await assert_exact(fresh)
+
+
+async def report_items(table: TableRef, cid: str) -> list[str]:
+    response = await table.client.query(
+        TableName=table.name,
+        KeyConditionExpression="PK = :pk AND begins_with(SK, :r)",
+        ExpressionAttributeValues={
+            ":pk": {"S": keys.comment_pk(cid)},
+            ":r": {"S": keys.REPORT_PREFIX},
+        },
+        ConsistentRead=True,
+    )
+    return [i["SK"]["S"] for i in response["Items"]]
+
+
+async def test_a_delete_takes_the_reports_along_and_looks_only_when_there_were_some(
+    fresh: TableRef,
+) -> None:
+    pid = own_product_id()
+    counting = FaultyClient(fresh.client, lambda operation, kwargs: None)
+    table = TableRef(counting, fresh.name)
+    quiet, loud = [
+        (await create_comment(table, NewComment(pid, "en", 4, "x", "ann"))).comment.comment_id
+        for _ in range(2)
+    ]
+    await report_comment(table, loud, reporter="r1", reason="SPAM")
+    assert await report_items(fresh, loud)
+    counting.calls.clear()
+    await delete_comment(table, quiet)
+    # Never reported (round 0, no count): no query for reports.
+    assert "query" not in counting.calls
+    await delete_comment(table, loud)
+    assert "query" in counting.calls
+    assert await report_items(fresh, loud) == []
+    await assert_exact(fresh)
+
+
+class _StuckReportQueries(ClientWrapper):
+    """Storage that never answers the query for a comment's reports."""
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation == "query" and kwargs.get("ConsistentRead"):
+            await asyncio.sleep(3600)
+        return await super()._call(operation, kwargs)
+
+
+async def test_a_committed_delete_is_answered_as_done_when_the_tidy_up_stalls(
+    fresh: TableRef,
+) -> None:
+    pid = own_product_id()
+    cid = (await create_comment(fresh, NewComment(pid, "en", 4, "x", "ann"))).comment.comment_id
+    await report_comment(fresh, cid, reporter="r1", reason="SPAM")
+    query = "mutation($i: DeleteCommentInput!) { deleteComment(input: $i) { deletedId } }"
+    async with running_api(_StuckReportQueries(fresh.client), fresh.name, storage_timeout=2) as api:
+        body = await api.gql(query, {"i": {"id": cid}}, mint(SECRET, "ann"))
+    assert "errors" not in body, body["errors"]
+    assert body["data"]["deleteComment"]["deletedId"]
+    assert await get_comment(fresh, cid) is None
+    assert (await get_counts(fresh, pid, None)).total == 0

@@ -23,6 +23,7 @@ async def delete_comment(
     *,
     author_id: str | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
+    clean_reports: bool = True,
 ) -> Comment:
     """Delete a comment and uncount it; ``CommentNotFound`` when it does not exist.
 
@@ -44,8 +45,18 @@ async def delete_comment(
         return Change(None, parts=slot)
 
     applied = await apply(table, comment_id, decide, backoff=backoff)
-    # The delete has committed: a failure here leaves reports that are never read without
-    # their comment and expire on their own (reports.RETENTION).
-    with suppress(StorageError):
-        await reports.remove_all(table, comment_id)
-    return applied.before.comment
+    deleted = applied.before.comment
+    if clean_reports and was_reported(deleted):
+        # The delete has committed: a failure here leaves reports that are never read
+        # without their comment and expire on their own (reports.RETENTION).
+        with suppress(StorageError):
+            await reports.remove_all(table, comment_id)
+    return deleted
+
+
+def was_reported(c: Comment) -> bool:
+    """Whether report items of the comment may exist. A report raises its round's count
+    in the transaction that writes it, and only a decision opens a new round: a comment
+    deleted in round 0 with no count was never reported (the delete committed on the
+    comment as read, so no report came in after the read)."""
+    return c.moderation.round > 0 or c.moderation.report_count > 0
