@@ -5,7 +5,7 @@ so they live here, not in storage."""
 from __future__ import annotations
 
 from resolvers.errors import BadUserInput
-from storage.cursor import decode_cursor
+from storage.cursor import Ordering, decode_cursor
 from storage.model import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Direction, PageRequest
 
 
@@ -39,11 +39,14 @@ def page_request(
     after: str | None = None,
     last: int | None = None,
     before: str | None = None,
+    *,
+    ordering: Ordering = Ordering.NEWEST,
 ) -> PageRequest:
-    """The page the arguments ask for, its cursor decoded (a bad one is BAD_USER_INPUT)."""
+    """The page the arguments ask for, its cursor decoded (a bad one, or one of another
+    order, is BAD_USER_INPUT)."""
     size = page_size(first, after, last, before)
     if last is not None or before is not None:
-        position = None if before is None else decode_cursor(before)
+        position = None if before is None else decode_cursor(before, ordering)
         return PageRequest(size, Direction.BACKWARD, position)
-    position = None if after is None else decode_cursor(after)
+    position = None if after is None else decode_cursor(after, ordering)
     return PageRequest(size, Direction.FORWARD, position)

@@ -1,31 +1,47 @@
 """Opaque, versioned keyset cursors.
 
-A cursor is the GSISK of the edge item of a page, prefixed with a version and encoded as
-unpadded base64url. It is a position in the shared sort order, not an offset, so any plan
-can continue it and a page costs the same at any depth.
+A cursor is the position of the edge item of a page in the order read (its GSISK, or the
+queue's sort key), prefixed with a version and the order it belongs to, and encoded as
+unpadded base64url. It is a position, not an offset, so any plan of that order can
+continue it and a page costs the same at any depth. A position means nothing in another
+order, so a cursor used with one is refused.
+
+Cursors of the first version (``c1``) carried no order: they are still read, in the orders
+that existed then.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import enum
 
 from storage import keys
 from storage.errors import InvalidCursor
 
-VERSION = "c1"
+VERSION = "c2"
+_LEGACY = "c1"
 _MAX_ENCODED = 256
 
 
-def encode_cursor(sort_key: str) -> str:
-    """Encode a GSISK as a cursor."""
+class Ordering(enum.Enum):
+    """The order a cursor's position belongs to."""
+
+    NEWEST = "n"  # a product's comments (v1's only order)
+    AUTHOR = "a"  # the viewer's own comments
+    QUEUE = "q"  # the moderation queue, by submission time
+
+
+def encode_cursor(sort_key: str, ordering: Ordering = Ordering.NEWEST) -> str:
+    """Encode a position in ``ordering`` as a cursor."""
     keys.validate_sort_key(sort_key)
-    raw = f"{VERSION}:{sort_key}".encode()
+    raw = f"{VERSION}:{ordering.value}:{sort_key}".encode()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def decode_cursor(cursor: object) -> str:
-    """Decode a cursor back to its GSISK; anything else raises ``InvalidCursor``."""
+def decode_cursor(cursor: object, ordering: Ordering = Ordering.NEWEST) -> str:
+    """Decode a cursor of ``ordering`` back to its position; anything else (a cursor of
+    another order included) raises ``InvalidCursor``."""
     if not isinstance(cursor, str) or not 0 < len(cursor) <= _MAX_ENCODED:
         raise InvalidCursor("cursor is not valid")
     if not cursor.isascii() or any(c in "=+/" or c.isspace() for c in cursor):
@@ -35,9 +51,19 @@ def decode_cursor(cursor: object) -> str:
         text = raw.decode("utf-8")
     except (binascii.Error, ValueError) as exc:
         raise InvalidCursor("cursor is not valid") from exc
-    version, sep, sort_key = text.partition(":")
-    if not sep or version != VERSION:
+    version, sep, rest = text.partition(":")
+    if not sep or version not in (VERSION, _LEGACY):
         raise InvalidCursor("cursor is not valid (unknown version)")
+    sort_key = rest
+    if version == VERSION:
+        tag, sep, sort_key = rest.partition(":")
+        if not sep or tag not in _TAGS:
+            raise InvalidCursor("cursor is not valid")
+        if _TAGS[tag] is not ordering:
+            raise InvalidCursor(
+                "this cursor belongs to another listing or order; ask for the first page of "
+                "this one without it"
+            )
     # Re-encoding must give the same text: rejects non-canonical base64 spellings.
     if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != cursor:
         raise InvalidCursor("cursor is not valid")
@@ -45,3 +71,6 @@ def decode_cursor(cursor: object) -> str:
         return keys.validate_sort_key(sort_key)
     except InvalidCursor as exc:
         raise InvalidCursor("cursor is not valid") from exc
+
+
+_TAGS = {o.value: o for o in Ordering}

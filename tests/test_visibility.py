@@ -425,3 +425,23 @@ async def test_a_moderator_decides_on_the_revision_they_reviewed(
         ROLES["moderator"],
     )
     assert done["moderateComment"]["comment"] == {"status": "PUBLISHED", "body": "edited"}
+
+
+async def test_a_cursor_is_refused_by_another_listing(setup: tuple[Api, Api, TableRef]) -> None:
+    _, pre, _ = setup
+    product = own_product_id()
+    for _ in range(2):
+        await create(pre, product)
+    queue = await pre.data(
+        "{ moderationQueue(first: 1) { pageInfo { endCursor } } }", None, ROLES["moderator"]
+    )
+    cursor = queue["moderationQueue"]["pageInfo"]["endCursor"]
+    for listing in (
+        'product(productId: "%s") { comments(first: 1, after: "%s") { totalCount } }',
+        'viewer { comments(first: 1, after: "%s%s") { totalCount } }',
+    ):
+        text = listing % ((product, cursor) if "product" in listing else ("", cursor))
+        body = await pre.gql("{ " + text + " }", None, ROLES["moderator"])
+        (error,) = body["errors"]
+        assert error["extensions"]["code"] == "BAD_USER_INPUT"
+        assert "another listing" in error["message"]

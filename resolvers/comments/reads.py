@@ -11,6 +11,7 @@ from resolvers.errors import Forbidden, Unauthenticated
 from resolvers.pages import page_request
 from resolvers.products.stats import counts
 from storage import keys
+from storage.cursor import Ordering
 from storage.executor import Page
 from storage.model import Comment, Direction, ListingFilter, PageRequest
 from storage.reads import author_comments, author_total, list_comments, queue_length
@@ -26,6 +27,7 @@ class Listing:
     has_next: bool
     has_previous: bool
     show_plan: bool  # the viewer may see how storage answered (EXPLAIN)
+    ordering: Ordering  # the order its cursors belong to
 
 
 async def comments(
@@ -59,7 +61,8 @@ async def comments(
         )
     if verified_only:
         stats = stats.only_verified()
-    return _listing(ctx, page, stats.matching(listing.ratings), request, after, before)
+    total = stats.matching(listing.ratings)
+    return _listing(ctx, page, total, request, after, before, Ordering.NEWEST)
 
 
 def _listing(
@@ -69,6 +72,7 @@ def _listing(
     request: PageRequest,
     after: str | None,
     before: str | None,
+    ordering: Ordering,
 ) -> Listing:
     # Relay: the flag for the direction of travel is exact; the other one says whether the
     # client came from a cursor (items may exist on that side), without a read to prove it.
@@ -76,7 +80,7 @@ def _listing(
         has_next, has_previous = page.has_more, after is not None
     else:
         has_next, has_previous = before is not None, page.has_more
-    return Listing(page, total, has_next, has_previous, ctx.may_explain())
+    return Listing(page, total, has_next, has_previous, ctx.may_explain(), ordering)
 
 
 async def comment(ctx: Context, comment_id: str) -> Comment | None:
@@ -96,12 +100,12 @@ async def viewer_comments(
     before: str | None,
 ) -> Listing:
     """The viewer's own comments in every status, newest first, with their exact total."""
-    request = page_request(first, after, last, before)
+    request = page_request(first, after, last, before, ordering=Ordering.AUTHOR)
     total, page = await asyncio.gather(
         ctx.storage(author_total(ctx.table, author_id)),
         ctx.storage(author_comments(ctx.table, author_id, request)),
     )
-    return _listing(ctx, page, total, request, after, before)
+    return _listing(ctx, page, total, request, after, before, Ordering.AUTHOR)
 
 
 async def moderation_queue(ctx: Context, *, first: int | None, after: str | None) -> Listing:
@@ -111,9 +115,9 @@ async def moderation_queue(ctx: Context, *, first: int | None, after: str | None
         raise Unauthenticated("the moderation queue needs an Authorization: Bearer <token>")
     if not who.is_moderator:
         raise Forbidden("only moderators may read the moderation queue")
-    request = page_request(first, after, None, None)
+    request = page_request(first, after, None, None, ordering=Ordering.QUEUE)
     total, page = await asyncio.gather(
         ctx.storage(queue_length(ctx.table)),
         ctx.storage(read_queue(ctx.table, request)),
     )
-    return _listing(ctx, page, total, request, after, None)
+    return _listing(ctx, page, total, request, after, None, Ordering.QUEUE)

@@ -127,7 +127,7 @@ class CommentConnection(relay.Connection[Comment]):
         # submission time, every other listing by creation time).
         page = listing.page
         edges = [
-            relay.Edge(cursor=encode_cursor(position), node=Comment.of(c))
+            relay.Edge(cursor=encode_cursor(position, listing.ordering), node=Comment.of(c))
             for c, position in zip(page.comments, page.positions, strict=True)
         ]
         cursors = [e.cursor for e in edges]
