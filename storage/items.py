@@ -15,6 +15,9 @@ VERSION_ATTR = "version"
 SLOT_ATTR = "holdsSlot"
 STATUS_ATTR = "status"
 VERIFIED_ATTR = "verified"
+HELPFUL_ATTR = "helpful"
+VOTE_ATTR = "vote"  # a vote item's verdict
+NOT_HELPFUL_ATTR = "notHelpful"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
 EXPIRES_ATTR = TTL_ATTR
@@ -72,6 +75,9 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
     item.update(_moderation_attrs(comment.moderation))
     if comment.reply is not None:
         item.update(_reply_attrs(comment.reply))
+    for name, count in ((HELPFUL_ATTR, comment.helpful), (NOT_HELPFUL_ATTR, comment.not_helpful)):
+        if count:
+            item[name] = {"N": str(count)}
     return item
 
 
@@ -141,6 +147,8 @@ def item_to_comment(item: Item) -> Comment:
             note=_text(item, "modNote"),
         ),
         reply=reply,
+        helpful=number(item, HELPFUL_ATTR),
+        not_helpful=number(item, NOT_HELPFUL_ATTR),
     )
 
 

@@ -44,6 +44,7 @@ IDEMPOTENCY_PREFIX = "IDEMPOTENCY#"
 AUTHOR_PREFIX = "AUTHOR#"
 HOUR_PREFIX = "HOUR#"
 REPORT_PREFIX = "REPORT#"
+VOTE_PREFIX = "VOTE#"
 IMPORT_PREFIX = "IMPORT#"
 # The one partition of the moderation queue index. Every PENDING comment is in it, so it
 # takes a write whenever a comment enters or leaves PENDING; a partition absorbs about
@@ -168,6 +169,11 @@ def idempotency_pk(author: str, idempotency_key: str) -> str:
 def author_pk(author: str) -> str:
     """Partition of an author's write-limit items."""
     return AUTHOR_PREFIX + _digest(author)[:32]
+
+
+def vote_sk(voter: str) -> str:
+    """Sort key, in the comment's partition, of one viewer's helpful vote on it."""
+    return VOTE_PREFIX + _digest(voter)[:32]
 
 
 def report_sk(reporter: str) -> str:

@@ -62,6 +62,13 @@ REPLY_MAX = 5_000
 REPLY_MAX_BYTES = 10_000
 
 
+class Vote(enum.Enum):
+    """A viewer's verdict on whether a comment helped."""
+
+    HELPFUL = "HELPFUL"
+    NOT_HELPFUL = "NOT_HELPFUL"
+
+
 @dataclass(frozen=True, slots=True)
 class Moderation:
     """Reports since the last decision, and that decision."""
@@ -106,6 +113,9 @@ class Comment:
     submitted_at: str | None = None
     moderation: Moderation = Moderation()
     reply: Reply | None = None
+    # Viewers' helpful votes (one per viewer, kept as items under the comment).
+    helpful: int = 0
+    not_helpful: int = 0
 
     @property
     def revised_at(self) -> str:

@@ -1,8 +1,10 @@
-"""Recount every product's counters, leaderboard entry and per-author slots from the comments.
+"""Recount every product's counters, leaderboard entry and per-author slots from the
+comments, and every comment's helpful counts from its vote items.
 
 ``verify`` scans the table once (strongly consistent), recounts, and reports every stats
-item whose counters or leaderboard entry disagree with the comments, and every author's
-per-product count that disagrees with the comments holding a slot.
+item whose counters or leaderboard entry disagree with the comments, every author's
+per-product count that disagrees with the comments holding a slot, and every comment
+whose vote counts disagree with its votes.
 ``repair`` rewrites those items, each under the condition that it still holds what the scan
 saw, so a write racing with the repair is never overwritten (that item is reported as
 skipped; run again).
@@ -12,14 +14,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from storage import keys
 from storage.errors import ConditionFailed
-from storage.expressions import Attr, Update
-from storage.items import holds_slot, is_comment_item, item_to_comment, number
-from storage.model import Status
+from storage.expressions import Attr, Update, put_request
+from storage.items import (
+    VERSION_ATTR,
+    VOTE_ATTR,
+    comment_to_item,
+    holds_slot,
+    is_comment_item,
+    item_to_comment,
+    item_version,
+    number,
+)
+from storage.model import Status, Vote
 from storage.stats import (
     TALLY_SIZE,
     StatsScope,
@@ -83,6 +94,19 @@ class Drift:
 
 
 @dataclass(frozen=True, slots=True)
+class VoteDrift:
+    """A comment whose helpful counts disagree with its vote items."""
+
+    comment_id: str
+    stored: tuple[int, int]  # helpful, not helpful
+    expected: tuple[int, int]
+    raw: Item  # the comment item as scanned, for the repair's condition
+
+    def describe(self) -> str:
+        return f"comment {self.comment_id}: votes {list(self.stored)} != {list(self.expected)}"
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     comments: int
     stats_items: int
@@ -90,13 +114,18 @@ class Report:
     slot_drifts: tuple[SlotDrift, ...] = ()
     repaired: int = 0
     skipped: int = 0
+    vote_drifts: tuple[VoteDrift, ...] = ()
 
     @property
     def exact(self) -> bool:
-        return not self.drifts and not self.slot_drifts
+        return not self.drifts and not self.slot_drifts and not self.vote_drifts
 
     def describe(self) -> list[str]:
-        return [d.describe() for d in self.drifts] + [d.describe() for d in self.slot_drifts]
+        return (
+            [d.describe() for d in self.drifts]
+            + [d.describe() for d in self.slot_drifts]
+            + [d.describe() for d in self.vote_drifts]
+        )
 
 
 ProgressFn = Callable[[int], None]
@@ -121,11 +150,17 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
     stored_slots: dict[SlotKey, int] = {}
     comments = 0
     scanned = 0
+    # Per comment partition: the comment item, and its votes counted (helpful, not).
+    comment_items: dict[str, Item] = {}
+    votes: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     async for response in scan_pages(table):
         for item in response.get("Items", []):
             pk, sk = item["PK"]["S"], item["SK"]["S"]
-            if is_comment_item(item):
+            if sk.startswith(keys.VOTE_PREFIX):
+                votes[pk][Vote(item[VOTE_ATTR]["S"]) is not Vote.HELPFUL] += 1
+            elif is_comment_item(item):
                 comments += 1
+                comment_items[pk] = item
                 c = item_to_comment(item)
                 if c.published:
                     count_in(tallies, c.product_id, c.language, c.rating, verified=c.verified)
@@ -154,7 +189,15 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
         for key in sorted(slots.keys() | stored_slots.keys())
         if stored_slots.get(key, 0) != slots.get(key, 0)
     )
-    return Report(comments, len(stored), tuple(drifts), slot_drifts)
+    vote_drifts = []
+    for pk, item in comment_items.items():
+        c = item_to_comment(item)
+        counted = tuple(votes.get(pk, (0, 0)))
+        if (c.helpful, c.not_helpful) != counted:
+            vote_drifts.append(
+                VoteDrift(c.comment_id, (c.helpful, c.not_helpful), (counted[0], counted[1]), item)
+            )
+    return Report(comments, len(stored), tuple(drifts), slot_drifts, vote_drifts=tuple(vote_drifts))
 
 
 def _compare(scope: StatsScope, counts: list[int], item: Item) -> Drift | None:
@@ -178,20 +221,24 @@ async def repair(table: TableRef, report: Report) -> Report:
     repaired = skipped = 0
     requests = [_repair_request(table, d) for d in report.drifts]
     requests += [_slot_repair_request(table, d) for d in report.slot_drifts]
-    for request in requests:
+    puts = [_vote_repair_request(table, d) for d in report.vote_drifts]
+    for call, request in [("update_item", r) for r in requests] + [("put_item", p) for p in puts]:
         try:
-            await table.client.update_item(**request)
+            await getattr(table.client, call)(**request)
             repaired += 1
         except ConditionFailed:
             skipped += 1  # written since the scan: left for the next run
-    return Report(
-        report.comments,
-        report.stats_items,
-        report.drifts,
-        report.slot_drifts,
-        repaired,
-        skipped,
-    )
+    return replace(report, repaired=repaired, skipped=skipped)
+
+
+def _vote_repair_request(table: TableRef, drift: VoteDrift) -> dict[str, Any]:
+    """The comment rewritten whole with its counts as its votes say (its helpful order's
+    key with them), on the condition that it is the version scanned."""
+    helpful, not_helpful = drift.expected
+    fixed = replace(item_to_comment(drift.raw), helpful=helpful, not_helpful=not_helpful)
+    version = item_version(drift.raw)
+    item = comment_to_item(fixed, version=version + 1, holds_slot=holds_slot(drift.raw))
+    return put_request(table.name, item, Attr(VERSION_ATTR).eq(version))
 
 
 def _slot_repair_request(table: TableRef, drift: SlotDrift) -> dict[str, Any]:

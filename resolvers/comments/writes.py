@@ -13,8 +13,7 @@ from storage.model import Comment, NewComment, check_idempotency_key, clean_body
 from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment
 from storage.writes import delete_comment as remove_comment
-from storage.writes.delete import was_reported
-from storage.writes.reports import remove_all as remove_reports
+from storage.writes.children import has_children, remove_children
 
 
 def viewer(ctx: Context) -> Viewer:
@@ -82,15 +81,15 @@ async def delete_comment(ctx: Context, comment_id: str) -> Comment:
     author = None if who.is_moderator else who.author_id
     try:
         deleted = await ctx.storage(
-            remove_comment(ctx.table, comment_id, author_id=author, clean_reports=False)
+            remove_comment(ctx.table, comment_id, author_id=author, clean_up=False)
         )
     except CommentNotFound as exc:
         raise refused(exc, field) from exc
     except NotAuthor as exc:
         raise refused(exc, None) from exc
     ctx.loaders.forget_writes(comment_id)
-    if was_reported(deleted):
+    if has_children(deleted):
         # Not within the request's deadline: the delete has committed, and the answer
         # must say so whatever the tidy-up takes.
-        await ctx.after_commit(remove_reports(ctx.table, comment_id), "removing reports")
+        await ctx.after_commit(remove_children(ctx.table, comment_id), "removing reports and votes")
     return deleted

@@ -11,7 +11,8 @@ from storage.errors import CommentNotFound, NotAuthor, StorageError
 from storage.model import Comment
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
-from storage.writes import limits, reports
+from storage.writes import limits
+from storage.writes.children import has_children, remove_children
 from storage.writes.state import Stored
 from storage.writes.transaction import Part
 from storage.writes.transition import Change, apply
@@ -23,7 +24,7 @@ async def delete_comment(
     *,
     author_id: str | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
-    clean_reports: bool = True,
+    clean_up: bool = True,
 ) -> Comment:
     """Delete a comment and uncount it; ``CommentNotFound`` when it does not exist.
 
@@ -46,17 +47,9 @@ async def delete_comment(
 
     applied = await apply(table, comment_id, decide, backoff=backoff)
     deleted = applied.before.comment
-    if clean_reports and was_reported(deleted):
-        # The delete has committed: a failure here leaves reports that are never read
-        # without their comment and expire on their own (reports.RETENTION).
+    if clean_up and has_children(deleted):
+        # The delete has committed: a failure here leaves reports and votes that are never
+        # read without their comment (reports also expire on their own).
         with suppress(StorageError):
-            await reports.remove_all(table, comment_id)
+            await remove_children(table, comment_id)
     return deleted
-
-
-def was_reported(c: Comment) -> bool:
-    """Whether report items of the comment may exist. A report raises its round's count
-    in the transaction that writes it, and only a decision opens a new round: a comment
-    deleted in round 0 with no count was never reported (the delete committed on the
-    comment as read, so no report came in after the read)."""
-    return c.moderation.round > 0 or c.moderation.report_count > 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from storage import keys
 from storage.errors import (
@@ -18,9 +17,8 @@ from storage.errors import (
     InvalidInput,
     NotPublished,
     OwnComment,
-    StorageUnavailable,
 )
-from storage.expressions import Attr, put_request, query_request
+from storage.expressions import Attr, put_request
 from storage.items import EXPIRES_ATTR
 from storage.model import REPORT_REASONS, Comment, Status, clean_note
 from storage.retry import DEFAULT_BACKOFF, Backoff
@@ -114,39 +112,3 @@ async def report_comment(
         return ReportResult(stored.comment, False)
     assert applied.after is not None
     return ReportResult(applied.after, True)
-
-
-async def remove_all(
-    table: TableRef, comment_id: str, *, backoff: Backoff = DEFAULT_BACKOFF
-) -> None:
-    """Delete every report of a deleted comment (they are never read without it)."""
-    pk = keys.comment_pk(comment_id)
-    params: dict[str, Any] = query_request(
-        table.name,
-        index=None,
-        key=Attr("PK").eq(pk) & Attr("SK").between(keys.REPORT_PREFIX, keys.REPORT_PREFIX + "~"),
-        forward=True,
-        limit=100,
-        projection=["PK", "SK"],
-    )
-    # Strongly consistent: a report committed just before the delete is found too.
-    params["ConsistentRead"] = True
-    while True:
-        response = await table.client.query(**params)
-        found = [{"PK": i["PK"], "SK": i["SK"]} for i in response.get("Items", [])]
-        for start in range(0, len(found), 25):
-            await _delete(table, found[start : start + 25], backoff)
-        if "LastEvaluatedKey" not in response:
-            return
-        params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-
-async def _delete(table: TableRef, item_keys: list[Item], backoff: Backoff) -> None:
-    pending: dict[str, Any] = {table.name: [{"DeleteRequest": {"Key": k}} for k in item_keys]}
-    for attempt in range(1, backoff.attempts + 1):
-        response = await table.client.batch_write_item(RequestItems=pending)
-        pending = response.get("UnprocessedItems") or {}
-        if not pending:
-            return
-        await backoff.sleep(attempt)
-    raise StorageUnavailable("storage kept some deletes unprocessed")

@@ -1,0 +1,65 @@
+"""The items kept under a comment (viewers' reports and helpful votes), and their removal
+once the comment is deleted: they are never read without it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage import keys
+from storage.errors import StorageUnavailable
+from storage.expressions import Attr, query_request
+from storage.model import Comment
+from storage.retry import DEFAULT_BACKOFF, Backoff
+from storage.table import TableRef
+from storage.types import Item
+
+BATCH_WRITE_MAX = 25
+
+
+def has_children(c: Comment) -> bool:
+    """Whether report or vote items of the comment may exist.
+
+    A report raises its round's count in the transaction that writes it, and only a
+    decision opens a new round; a vote item exists exactly while it is counted. So a
+    comment in round 0 with no report and no vote counted has none (a delete commits on
+    the comment as read, so none came in after the read)."""
+    m = c.moderation
+    return m.round > 0 or m.report_count > 0 or c.helpful > 0 or c.not_helpful > 0
+
+
+async def remove_children(
+    table: TableRef, comment_id: str, *, backoff: Backoff = DEFAULT_BACKOFF
+) -> None:
+    """Delete every item kept under a deleted comment."""
+    pk = keys.comment_pk(comment_id)
+    params: dict[str, Any] = query_request(
+        table.name,
+        index=None,
+        key=Attr("PK").eq(pk),
+        forward=True,
+        limit=100,
+        projection=["PK", "SK"],
+    )
+    # Strongly consistent: an item committed just before the delete is found too.
+    params["ConsistentRead"] = True
+    while True:
+        response = await table.client.query(**params)
+        found = [
+            {"PK": i["PK"], "SK": i["SK"]} for i in response.get("Items", []) if i["SK"]["S"] != pk
+        ]
+        for start in range(0, len(found), BATCH_WRITE_MAX):
+            await _delete(table, found[start : start + BATCH_WRITE_MAX], backoff)
+        if "LastEvaluatedKey" not in response:
+            return
+        params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+async def _delete(table: TableRef, item_keys: list[Item], backoff: Backoff) -> None:
+    pending: dict[str, Any] = {table.name: [{"DeleteRequest": {"Key": k}} for k in item_keys]}
+    for attempt in range(1, backoff.attempts + 1):
+        response = await table.client.batch_write_item(RequestItems=pending)
+        pending = response.get("UnprocessedItems") or {}
+        if not pending:
+            return
+        await backoff.sleep(attempt)
+    raise StorageUnavailable("storage kept some deletes unprocessed")
