@@ -46,7 +46,7 @@ from storage.errors import (
     StorageError,
 )
 from storage.executor import Page
-from storage.items import is_comment_item, item_to_comment
+from storage.items import VOTE_ATTR, is_comment_item, item_to_comment
 from storage.model import (
     REPORT_REASONS,
     Comment,
@@ -58,6 +58,7 @@ from storage.model import (
     PageRequest,
     Reply,
     Status,
+    Vote,
 )
 from storage.reads import (
     author_comments,
@@ -76,6 +77,7 @@ from storage.writes.edit import edit_comment
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.reply import delete_reply, reply_to_comment
 from storage.writes.reports import ReportResult, report_comment
+from storage.writes.votes import VoteResult, vote_helpful
 from tests.helpers import LoopHarness, oracle, walk
 
 PRODUCTS = ("a", "b")
@@ -158,7 +160,13 @@ class Delete:
     who: Who
 
 
-Change = Edit | Moderate | Report | Answer | Delete
+@dataclass(frozen=True)
+class Cast:
+    voter: str
+    vote: Vote | None  # None withdraws
+
+
+Change = Edit | Moderate | Report | Answer | Delete | Cast
 
 
 @dataclass(frozen=True)
@@ -190,8 +198,11 @@ moderates = st.builds(Moderate, st.sampled_from(Decision), st.sampled_from([None
 reports = st.builds(Report, st.sampled_from(REPORTERS), st.sampled_from(REPORT_REASONS[:3]))
 answers = st.builds(Answer, st.sampled_from([None, "Thanks!", "Thanks!", "Sorry."]))
 deletes = st.builds(Delete, st.sampled_from(Who))
+casts = st.builds(Cast, st.sampled_from(REPORTERS), st.sampled_from([*Vote, None]))
 # Repeated strategies weigh the draw: deletes are rarer, or every comment would be gone.
-changes = st.one_of(edits, edits, moderates, moderates, reports, reports, reports, answers, deletes)
+changes = st.one_of(
+    edits, edits, moderates, moderates, reports, reports, reports, answers, deletes, casts, casts
+)
 at_ops = st.builds(At, st.integers(0, 10_000), changes)
 
 
@@ -202,6 +213,7 @@ class Life:
 
     comment: Comment | None
     reports: tuple[tuple[str, int], ...] = ()
+    votes: tuple[tuple[str, Vote], ...] = ()  # each voter's vote, by voter
 
     @property
     def published(self) -> bool:
@@ -210,15 +222,19 @@ class Life:
     def reported_in(self, reporter: str) -> int | None:
         return dict(self.reports).get(reporter)
 
+    def vote_of(self, voter: str) -> Vote | None:
+        return dict(self.votes).get(voter)
+
 
 @dataclass(frozen=True)
 class Expect:
     """What a write must answer: a refusal, the comment (as it now is; as it was for a
-    delete), and for a report whether it counted."""
+    delete), for a report whether it counted, for a vote whether it changed."""
 
     error: type[StorageError] | None = None
     comment: Comment | None = None
     counted: bool | None = None
+    voted: bool | None = None
 
 
 Outcome = tuple[Expect, Life]
@@ -237,6 +253,8 @@ def simulate(change: Change, life: Life, now: str) -> Outcome:
         return _report(change, c, life, now)
     if isinstance(change, Answer):
         return _answer(change, c, life, now)
+    if isinstance(change, Cast):
+        return _cast(change, c, life)
     if change.who is Who.STRANGER:
         return _refused_stranger(c), life
     return Expect(comment=c), Life(None)  # its reports go with it
@@ -309,7 +327,8 @@ def _report(change: Report, c: Comment, life: Life, now: str) -> Outcome:
         after = replace(after, status=Status.PENDING, submitted_at=now)
     filed = dict(life.reports)
     filed[change.reporter] = m.round
-    return Expect(comment=after, counted=True), Life(after, tuple(sorted(filed.items())))
+    reports = tuple(sorted(filed.items()))
+    return Expect(comment=after, counted=True), replace(life, comment=after, reports=reports)
 
 
 def _answer(change: Answer, c: Comment, life: Life, now: str) -> Outcome:
@@ -330,6 +349,30 @@ def _answer(change: Answer, c: Comment, life: Life, now: str) -> Outcome:
     return Expect(comment=after), replace(life, comment=after)
 
 
+def _cast(change: Cast, c: Comment, life: Life) -> Outcome:
+    if change.voter == c.author_id:
+        return Expect(OwnComment), life
+    if c.status is not Status.PUBLISHED:
+        return Expect(NotPublished), life
+    before = life.vote_of(change.voter)
+    if before is change.vote:
+        return Expect(voted=False), life
+    moved = {v: int(change.vote is v) - int(before is v) for v in Vote}
+    after = replace(
+        c,
+        helpful=c.helpful + moved[Vote.HELPFUL],
+        not_helpful=c.not_helpful + moved[Vote.NOT_HELPFUL],
+    )
+    votes = dict(life.votes)
+    if change.vote is None:
+        del votes[change.voter]
+    else:
+        votes[change.voter] = change.vote
+    return Expect(comment=after, voted=True), replace(
+        life, comment=after, votes=tuple(sorted(votes.items()))
+    )
+
+
 def agrees(expect: Expect, actual: object, deleted_in_batch: bool) -> bool:
     """Whether a write's answer is the one the model expects at its place in an order."""
     if expect.error is not None:
@@ -343,6 +386,15 @@ def agrees(expect: Expect, actual: object, deleted_in_batch: bool) -> bool:
     if expect.counted:
         return (
             isinstance(actual, ReportResult) and actual.counted and actual.comment == expect.comment
+        )
+    if expect.voted is False:
+        # As a repeated report: the comment as read afterwards, or gone.
+        return (isinstance(actual, VoteResult) and not actual.changed) or (
+            deleted_in_batch and type(actual) is CommentNotFound
+        )
+    if expect.voted:
+        return (
+            isinstance(actual, VoteResult) and actual.changed and actual.comment == expect.comment
         )
     return actual == expect.comment
 
@@ -389,14 +441,19 @@ class Stored:
 
     comments: dict[str, Comment] = field(default_factory=dict)
     reports: dict[str, dict[str, int]] = field(default_factory=dict)  # id -> report SK -> round
+    votes: dict[str, dict[str, Vote]] = field(default_factory=dict)  # id -> vote SK -> vote
 
-    def life(self, comment_id: str, reporters: Sequence[str]) -> Life:
-        """The stored state in the model's terms (reporters are known by their key only)."""
-        by_key = {keys.report_sk(r): r for r in reporters}
+    def life(self, comment_id: str, viewers: Sequence[str]) -> Life:
+        """The stored state in the model's terms (viewers are known by their key only)."""
+        by_key = {keys.report_sk(r): r for r in viewers}
         filed = self.reports.get(comment_id, {})
         assert set(filed) <= set(by_key), f"reports by unknown viewers under {comment_id}"
         named = tuple(sorted((by_key[sk], n) for sk, n in filed.items()))
-        return Life(self.comments.get(comment_id), named)
+        voters = {keys.vote_sk(v): v for v in viewers}
+        cast = self.votes.get(comment_id, {})
+        assert set(cast) <= set(voters), f"votes by unknown viewers under {comment_id}"
+        votes = tuple(sorted((voters[sk], vote) for sk, vote in cast.items()))
+        return Life(self.comments.get(comment_id), named, votes)
 
 
 async def scan(table: TableRef) -> Stored:
@@ -411,6 +468,9 @@ async def scan(table: TableRef) -> Stored:
             elif pk.startswith(keys.COMMENT_PREFIX) and sk.startswith(keys.REPORT_PREFIX):
                 cid = pk.removeprefix(keys.COMMENT_PREFIX)
                 found.reports.setdefault(cid, {})[sk] = int(item["round"]["N"])
+            elif pk.startswith(keys.COMMENT_PREFIX) and sk.startswith(keys.VOTE_PREFIX):
+                cid = pk.removeprefix(keys.COMMENT_PREFIX)
+                found.votes.setdefault(cid, {})[sk] = Vote(item[VOTE_ATTR]["S"])
     return found
 
 
@@ -494,6 +554,20 @@ class LifecycleRaces(RuleBasedStateMachine):
         reports = [Report(r, REPORT_REASONS[n % 3]) for n, r in enumerate(reporters)]
         self._run_step([At(target, c) for c in [*reports, *rivals]])
 
+    @rule(
+        pick=st.integers(0, 10_000),
+        votes=st.lists(casts, min_size=2, max_size=5),
+        rivals=st.lists(changes, max_size=2),
+    )
+    def crowd(self, pick: int, votes: list[Cast], rivals: list[Change]) -> None:
+        """Several viewers (some twice, with different votes) vote on one published comment
+        at once, while other writes to it race with them."""
+        published = [cid for cid in self.seen if cid in self.lives and self.lives[cid].published]
+        if not published:
+            return
+        target = self.seen.index(published[pick % len(published)])
+        self._run_step([At(target, c) for c in [*votes, *rivals]])
+
     def _write(
         self, table: TableRef, cid: str, change: Change, clock: Callable[[], datetime]
     ) -> Awaitable[Any]:
@@ -535,6 +609,10 @@ class LifecycleRaces(RuleBasedStateMachine):
                 return delete_reply(table, cid, backoff=BACKOFF)
             return reply_to_comment(
                 table, cid, change.body, merchant_name=MERCHANT, backoff=BACKOFF, clock=clock
+            )
+        if isinstance(change, Cast):
+            return vote_helpful(
+                table, cid, voter=change.voter, vote=change.vote, backoff=BACKOFF, clock=clock
             )
         deleter = {Who.AUTHOR: author, Who.STRANGER: STRANGER, Who.MODERATOR: None}[change.who]
         return delete_comment(table, cid, author_id=deleter, backoff=BACKOFF)
@@ -606,6 +684,7 @@ class LifecycleRaces(RuleBasedStateMachine):
         for cid, life in self.lives.items():
             assert stored.life(cid, REPORTERS) == life, cid
         assert stored.reports.keys() <= self.lives.keys(), "reports of a deleted comment"
+        assert stored.votes.keys() <= self.lives.keys(), "votes of a deleted comment"
         return [len(jobs) for jobs in groups.values()]
 
     @invariant()
