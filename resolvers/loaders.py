@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 from aiodataloader import DataLoader
 
-from storage.model import Comment, RatingCounts
+from storage.model import Comment, RatingCounts, Vote
 from storage.reads import batch_get_comments, batch_get_counts, last_commented_at
 from storage.stats import StatsScope
 from storage.table import TableRef
+from storage.writes.votes import votes_of
 
 
 class StatsByProductLanguageLoader(DataLoader[StatsScope, RatingCounts]):
@@ -55,11 +56,36 @@ class LastCommentedAtByProductLoader(DataLoader[str, str | None]):
             return await last_commented_at(self.table, keys)
 
 
+# (voter, comment id)
+VoteKey = tuple[str, str]
+
+
+class VoteByViewerCommentLoader(DataLoader[VoteKey, Vote | None]):
+    """A viewer's helpful vote by comment, None where they have not voted."""
+
+    def __init__(self, table: TableRef, deadline: float) -> None:
+        super().__init__()
+        self.table = table
+        self.deadline = deadline
+
+    async def batch_load_fn(self, keys: list[VoteKey]) -> list[Vote | None]:
+        by_voter: dict[str, list[str]] = {}
+        for voter, comment_id in keys:
+            by_voter.setdefault(voter, []).append(comment_id)
+        async with asyncio.timeout_at(self.deadline):
+            found = await asyncio.gather(
+                *(votes_of(self.table, voter, ids) for voter, ids in by_voter.items())
+            )
+        votes = dict(zip(by_voter, found, strict=True))
+        return [votes[voter].get(comment_id) for voter, comment_id in keys]
+
+
 @dataclass(frozen=True, slots=True)
 class Loaders:
     stats: StatsByProductLanguageLoader
     comments: CommentByIdLoader
     last_commented: LastCommentedAtByProductLoader
+    votes: VoteByViewerCommentLoader
 
     @classmethod
     def for_request(cls, table: TableRef, deadline: float) -> Loaders:
@@ -67,6 +93,7 @@ class Loaders:
             StatsByProductLanguageLoader(table, deadline),
             CommentByIdLoader(table, deadline),
             LastCommentedAtByProductLoader(table, deadline),
+            VoteByViewerCommentLoader(table, deadline),
         )
 
     def forget_writes(self, comment_id: str) -> None:

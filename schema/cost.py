@@ -16,6 +16,7 @@ times it can run, which is the product of the page sizes and list lengths above 
                                          DynamoDB ends a response at 1 MB. Fields below run
                                          page-size times.
     Query.moderationQueue, Viewer.comments  1 (the count) + one partition's page
+    Comment.viewerVote                   1 (batched per request: an upper bound)
     Mutation.*                           MUTATION_STORAGE_CALLS (a report: one more)
 
 Nodes count every object of the response (a connection, each edge, each comment...), with
@@ -224,6 +225,10 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Mutation", "reportComment"): _calls(MUTATION_STORAGE_CALLS + 1),
     ("Mutation", "replyToComment"): _calls(MUTATION_STORAGE_CALLS),
     ("Mutation", "deleteReply"): _calls(MUTATION_STORAGE_CALLS),
+    # Its reads of the vote item come out of the write's own bound.
+    ("Mutation", "voteHelpful"): _calls(MUTATION_STORAGE_CALLS),
+    # A batched read of the viewer's votes (priced per comment, an upper bound).
+    ("Comment", "viewerVote"): _calls(1),
     ("CommentConnection", "edges"): _length(lambda lengths: lengths.page),
     ("CommentConnection", "nodes"): _length(lambda lengths: lengths.page),
     ("QueryPlan", "queries"): _length(lambda lengths: lengths.queries),
@@ -238,6 +243,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("ReportCommentPayload", "userErrors"): _length(lambda _: 2),
     ("ReplyToCommentPayload", "userErrors"): _length(lambda _: 2),
     ("DeleteReplyPayload", "userErrors"): _length(lambda _: 1),
+    ("VoteHelpfulPayload", "userErrors"): _length(lambda _: 1),
     ("Viewer", "roles"): _length(lambda _: len(KNOWN_ROLES)),
     ("Moderation", "reasons"): _length(lambda _: len(REPORT_REASONS)),
     ("UserError", "field"): _length(lambda _: 2),  # ["input", "<field>"]

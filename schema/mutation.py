@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import strawberry
 
-from schema.comments import edits, moderation, replies
+from schema.comments import edits, moderation, replies, votes
 from schema.comments import mutations as comments
 
 
@@ -39,4 +39,9 @@ class Mutation:
     delete_reply: replies.DeleteReplyPayload = strawberry.mutation(
         resolver=replies.delete_reply,
         description="Tokens with the merchant role: removes the comment's reply.",
+    )
+    vote_helpful: votes.VoteHelpfulPayload = strawberry.mutation(
+        resolver=votes.vote_helpful,
+        description="Any signed-in viewer except the comment's author; one vote per viewer "
+        "and comment, changeable.",
     )

@@ -445,3 +445,45 @@ async def test_a_cursor_is_refused_by_another_listing(setup: tuple[Api, Api, Tab
         (error,) = body["errors"]
         assert error["extensions"]["code"] == "BAD_USER_INPUT"
         assert "another listing" in error["message"]
+
+
+VOTE = """mutation($i: VoteHelpfulInput!) { voteHelpful(input: $i) {
+  comment { helpfulCount notHelpfulCount viewerVote } userErrors { field code } } }"""
+
+
+async def test_helpful_votes_per_role(setup: tuple[Api, Api, TableRef]) -> None:
+    post, pre, _ = setup
+    cid = await create(post, own_product_id())
+    waiting = await create(pre, own_product_id())
+    anonymous = await post.gql(VOTE, {"i": {"id": cid, "vote": "HELPFUL"}})
+    assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+    async def vote(who: str, target: str, verdict: str | None) -> dict[str, Any]:
+        data = await post.data(VOTE, {"i": {"id": target, "vote": verdict}}, ROLES[who])
+        payload: dict[str, Any] = data["voteHelpful"]
+        return payload
+
+    own = await vote("author", cid, "HELPFUL")
+    assert own == {"comment": None, "userErrors": [{"field": ["input", "id"], "code": "FORBIDDEN"}]}
+    assert (await vote("other", cid, "HELPFUL"))["comment"] == {
+        "helpfulCount": 1,
+        "notHelpfulCount": 0,
+        "viewerVote": "HELPFUL",
+    }
+    assert (await vote("merchant", cid, "NOT_HELPFUL"))["comment"]["notHelpfulCount"] == 1
+    assert (await vote("other", cid, "NOT_HELPFUL"))["comment"] == {
+        "helpfulCount": 0,
+        "notHelpfulCount": 2,
+        "viewerVote": "NOT_HELPFUL",
+    }
+    assert (await vote("other", cid, None))["comment"]["viewerVote"] is None
+    # Each viewer reads their own vote; anonymous readers none.
+    read = "query($c: ID!) { comment(commentId: $c) { notHelpfulCount viewerVote } }"
+    for who, expected in (("merchant", "NOT_HELPFUL"), ("other", None), ("anonymous", None)):
+        data = await post.data(read, {"c": cid}, ROLES[who])
+        assert data["comment"] == {"notHelpfulCount": 1, "viewerVote": expected}, who
+    # An unpublished comment does not exist for other viewers; moderators learn why.
+    hidden = await vote("other", waiting, "HELPFUL")
+    assert hidden["userErrors"] == [{"field": ["input", "id"], "code": "NOT_FOUND"}]
+    refused = await vote("moderator", waiting, "HELPFUL")
+    assert refused["userErrors"] == [{"field": ["input", "id"], "code": "FORBIDDEN"}]

@@ -29,6 +29,19 @@ class CommentStatus(enum.Enum):
     )
 
 
+@strawberry.enum(description="A viewer's verdict on whether a comment helped.")
+class HelpfulVote(enum.Enum):
+    HELPFUL = strawberry.enum_value("HELPFUL", description="It helped.")
+    NOT_HELPFUL = strawberry.enum_value("NOT_HELPFUL", description="It did not help.")
+
+    @classmethod
+    def of(cls, vote: model.Vote | None) -> HelpfulVote | None:
+        return None if vote is None else cls[vote.name]
+
+    def stored(self) -> model.Vote:
+        return model.Vote[self.name]
+
+
 @strawberry.enum(description="A moderator's decision on a comment.")
 class ModerationDecision(enum.Enum):
     APPROVE = strawberry.enum_value("APPROVE", description="Publish it.")

@@ -8,8 +8,9 @@ import strawberry
 from strawberry import relay
 
 from resolvers import authors
+from resolvers.comments import votes
 from resolvers.comments.visibility import reader
-from schema.comments.lifecycle import CommentStatus, MerchantReply, Moderation
+from schema.comments.lifecycle import CommentStatus, HelpfulVote, MerchantReply, Moderation
 from schema.context import Info
 from schema.products.types import Product
 from schema.scalars import DateTime
@@ -84,6 +85,18 @@ class Comment(relay.Node):
     # The token's sub of the author: never shown as is, except to its owner and moderators.
     subject: strawberry.Private[str]
     stored: strawberry.Private[model.Comment]
+
+    @strawberry.field(description="How many viewers found it helpful.")
+    def helpful_count(self) -> int:
+        return self.stored.helpful
+
+    @strawberry.field(description="How many viewers found it not helpful.")
+    def not_helpful_count(self) -> int:
+        return self.stored.not_helpful
+
+    @strawberry.field(description="The signed-in viewer's vote on this comment; null without one.")
+    async def viewer_vote(self, info: Info) -> HelpfulVote | None:
+        return HelpfulVote.of(await votes.viewer_vote(info.context, self.stored.comment_id))
 
     @strawberry.field(description="Moderation details; null unless the viewer is a moderator.")
     def moderation(self, info: Info) -> Moderation | None:

@@ -65,13 +65,15 @@ async def apply(
     decide: Decide,
     *,
     backoff: Backoff = DEFAULT_BACKOFF,
+    budget: CallBudget | None = None,
 ) -> Applied:
     """Read the comment, ``decide`` what it becomes, and commit that with its counter moves
     under the condition that the comment is still as read; ``CommentNotFound`` when it
     does not exist. ``decide`` may raise to refuse (and is called again after every lost
-    race, so it must not have effects)."""
+    race, so it must not have effects). ``budget``: the calls it may make, when a caller
+    shares its own among several steps."""
     keys.validate_comment_id(comment_id)
-    budget = CallBudget()
+    budget = CallBudget() if budget is None else budget
     transient = 0
     while True:
         stored = await read_stored(table, comment_id, budget)

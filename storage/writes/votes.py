@@ -31,7 +31,7 @@ from storage.table import TableRef
 from storage.types import Item
 from storage.writes.create import utc_now
 from storage.writes.state import Stored, read_stored
-from storage.writes.transaction import Part
+from storage.writes.transaction import CallBudget, Part
 from storage.writes.transition import Change, apply
 
 PART = "vote"
@@ -99,7 +99,10 @@ async def vote_helpful(
     ``NotPublished``, ``OwnComment`` and ``CommentNotFound`` refuse; asking for the vote
     one already has changes nothing."""
     now = keys.format_timestamp(clock())
+    # One budget for every read and attempt: a vote makes no more calls than any write.
+    budget = CallBudget()
     for _ in range(ATTEMPTS):
+        budget.spend()
         current = await read_vote(table, comment_id, voter)
 
         def decide(stored: Stored, current: Vote | None = current) -> Change:
@@ -117,11 +120,11 @@ async def vote_helpful(
             )
 
         try:
-            applied = await apply(table, comment_id, decide, backoff=backoff)
+            applied = await apply(table, comment_id, decide, backoff=backoff, budget=budget)
         except _VoteMoved:
             continue
         except _Unchanged:
-            stored = await read_stored(table, comment_id)
+            stored = await read_stored(table, comment_id, budget)
             if stored is None:  # deleted since the decision
                 raise CommentNotFound(f"comment {comment_id} does not exist") from None
             return VoteResult(stored.comment, vote, False)
