@@ -18,6 +18,7 @@ import enum
 
 from storage import keys
 from storage.errors import InvalidCursor
+from storage.model import Order
 
 VERSION = "c2"
 _LEGACY = "c1"
@@ -28,13 +29,30 @@ class Ordering(enum.Enum):
     """The order a cursor's position belongs to."""
 
     NEWEST = "n"  # a product's comments (v1's only order)
+    OLDEST = "o"
+    HIGHEST_RATING = "h"  # positions: rating, then GSISK
+    LOWEST_RATING = "l"
+    MOST_HELPFUL = "m"  # positions: HSK
     AUTHOR = "a"  # the viewer's own comments
     QUEUE = "q"  # the moderation queue, by submission time
+
+    @classmethod
+    def of(cls, order: Order) -> Ordering:
+        return cls[order.name]
+
+    def validate(self, position: str) -> str:
+        """The position if it has the full shape of one of this order, else InvalidCursor."""
+        if self in (Ordering.HIGHEST_RATING, Ordering.LOWEST_RATING):
+            keys.split_rating_position(position)
+            return position
+        if self is Ordering.MOST_HELPFUL:
+            return keys.validate_helpful_position(position)
+        return keys.validate_sort_key(position)
 
 
 def encode_cursor(sort_key: str, ordering: Ordering = Ordering.NEWEST) -> str:
     """Encode a position in ``ordering`` as a cursor."""
-    keys.validate_sort_key(sort_key)
+    ordering.validate(sort_key)
     raw = f"{VERSION}:{ordering.value}:{sort_key}".encode()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
@@ -55,6 +73,11 @@ def decode_cursor(cursor: object, ordering: Ordering = Ordering.NEWEST) -> str:
     if not sep or version not in (VERSION, _LEGACY):
         raise InvalidCursor("cursor is not valid (unknown version)")
     sort_key = rest
+    if version == _LEGACY and ordering not in _LEGACY_ORDERINGS:
+        raise InvalidCursor(
+            "this cursor belongs to another listing or order; ask for the first page of this "
+            "one without it"
+        )
     if version == VERSION:
         tag, sep, sort_key = rest.partition(":")
         if not sep or tag not in _TAGS:
@@ -68,9 +91,12 @@ def decode_cursor(cursor: object, ordering: Ordering = Ordering.NEWEST) -> str:
     if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != cursor:
         raise InvalidCursor("cursor is not valid")
     try:
-        return keys.validate_sort_key(sort_key)
+        return ordering.validate(sort_key)
     except InvalidCursor as exc:
         raise InvalidCursor("cursor is not valid") from exc
 
 
 _TAGS = {o.value: o for o in Ordering}
+# The orders that existed when cursors carried none (their positions were GSISKs or
+# the queue's keys).
+_LEGACY_ORDERINGS = (Ordering.NEWEST, Ordering.AUTHOR, Ordering.QUEUE)

@@ -18,6 +18,11 @@ cut-off). A filtered scan is topped up by the expected number of items to scan.
 Counters never bound a read: a partition is exhausted only when storage returned no
 ``LastEvaluatedKey`` for a read that was not a range read, and whether more exists comes
 from what storage returned (the page reads one item more than it returns).
+
+A rating order (``Strategy.IN_TURN``) is no merge but a concatenation: its partitions in
+turn. Round one reads those the plan gave a limit; each later round reads the first
+partition not yet read to its end, by the page's shortfall, until the page is full or
+every partition has ended.
 """
 
 from __future__ import annotations
@@ -102,6 +107,8 @@ class _Request:
 
 async def execute(table: TableRef, plan: Plan) -> Page:
     """Read one page as planned; the page is full unless fewer items match."""
+    if plan.strategy is Strategy.IN_TURN:
+        return await _execute_in_turn(table, plan)
     parts = [_Partition(q, position=plan.position) for q in plan.queries]
     executed: list[ExecutedQuery] = []
     descending = plan.direction is Direction.FORWARD
@@ -131,10 +138,73 @@ async def execute(table: TableRef, plan: Plan) -> Page:
     positions = [parts[i].keys[j] for i, j in result.picks]
     has_more = len(picked) > plan.page_size
     picked, positions = picked[: plan.page_size], positions[: plan.page_size]
-    if plan.direction is Direction.BACKWARD:
+    return _page(plan, picked, positions, has_more, executed)
+
+
+def _page(
+    plan: Plan,
+    picked: list[Comment],
+    positions: list[str],
+    has_more: bool,
+    executed: list[ExecutedQuery],
+) -> Page:
+    """The page in the order's own order: a backward page was read the other way, and so
+    is every page of an order that reverses its index's (OLDEST)."""
+    if (plan.direction is Direction.BACKWARD) != plan.reversed:
         picked.reverse()
         positions.reverse()
     return Page(tuple(picked), has_more, plan, tuple(executed), tuple(positions))
+
+
+async def _execute_in_turn(table: TableRef, plan: Plan) -> Page:
+    """A rating order's page: its partitions one after another (see the module's doc)."""
+    at, start = (None, None)
+    if plan.position is not None:
+        at, start = keys.split_rating_position(plan.position)
+    parts = [_Partition(q, position=start if q.rating == at else None) for q in plan.queries]
+    executed: list[ExecutedQuery] = []
+    requests = [_Request(p, p.spec.limit) for p in parts if p.spec.limit > 0]
+    taken: list[tuple[_Partition, int]] = []
+    for round_no in range(1, MAX_ROUNDS + 1):
+        if requests:
+            responses = await gather_reads([_query(table, plan, r) for r in requests])
+            for request, response in zip(requests, responses, strict=True):
+                executed.append(_absorb(request, response, round_no))
+        taken, unfinished = _concatenate(parts, plan.want)
+        if unfinished is None:
+            break
+        requests = [_Request(unfinished, plan.want - len(taken))]
+    else:
+        raise StorageUnavailable("storage kept returning empty pages")
+    picked = [p.comments[j] for p, j in taken]
+    positions = [keys.rating_position(_rating(p), p.keys[j]) for p, j in taken]
+    has_more = len(picked) > plan.page_size
+    picked, positions = picked[: plan.page_size], positions[: plan.page_size]
+    return _page(plan, picked, positions, has_more, executed)
+
+
+def _concatenate(
+    parts: list[_Partition], want: int
+) -> tuple[list[tuple[_Partition, int]], _Partition | None]:
+    """The first ``want`` items of the partitions in turn, and the partition that must be
+    read further to go on (None: the page is complete, or every partition has ended)."""
+    taken: list[tuple[_Partition, int]] = []
+    for p in parts:
+        for j in range(len(p.keys)):
+            if len(taken) == want:
+                return taken, None
+            taken.append((p, j))
+        if len(taken) == want:
+            return taken, None
+        if not p.exhausted:
+            return taken, p
+    return taken, None
+
+
+def _rating(p: _Partition) -> int:
+    if p.spec.rating is None:
+        raise ValueError("a rating order's partition names its rating")
+    return p.spec.rating
 
 
 def _top_ups(

@@ -1,4 +1,4 @@
-"""The single table's layout: key schema, the four indexes, TTL. Pure description, no I/O,
+"""The single table's layout: key schema, the indexes, TTL. Pure description, no I/O,
 so the planner and the key functions can import it without loading the engine's client."""
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ class Index(enum.Enum):
     ``byAuthor`` holds every comment in every status: its partition key is the comment's
     ``author`` attribute, which every comment has always carried, so the index needs no
     backfill on an existing table.
+
+    Each listing index has a *helpful twin*: the same partitions, sorted by ``HSK`` (the
+    zero-padded helpful count, then the GSISK) instead of the GSISK, for the most helpful
+    order. A published comment carries ``HSK``, so it is in the twins of the listings it is
+    in; the twins cost no key of their own.
     """
 
     BY_LANG_AND_RATING = "byLangAndRating"
@@ -40,17 +45,31 @@ class Index(enum.Enum):
     VERIFIED_BY_LANG_AND_RATING = "verifiedByLangAndRating"
     BY_AUTHOR = "byAuthor"
     MODERATION_QUEUE = "moderationQueue"
+    HELPFUL_BY_LANG_AND_RATING = "helpfulByLangAndRating"
+    HELPFUL_BY_LANG = "helpfulByLang"
+    HELPFUL_BY_RATING = "helpfulByRating"
+    HELPFUL_ALL = "helpfulAll"
+    HELPFUL_VERIFIED_BY_RATING = "helpfulVerifiedByRating"
+    HELPFUL_VERIFIED_BY_LANG_AND_RATING = "helpfulVerifiedByLangAndRating"
 
     @property
     def partition_attr(self) -> str:
-        return _PARTITION_ATTRS[self]
+        return _PARTITION_ATTRS[_TWIN_OF.get(self, self)]
 
     @property
     def sort_attr(self) -> str:
-        return QUEUE_SORT_KEY if self is Index.MODERATION_QUEUE else SORT_KEY
+        if self is Index.MODERATION_QUEUE:
+            return QUEUE_SORT_KEY
+        return HELPFUL_SORT_KEY if self in _TWIN_OF else SORT_KEY
+
+    @property
+    def helpful_twin(self) -> Index:
+        """The index with the same partitions in the most helpful order."""
+        return _TWINS[self]
 
 
 QUEUE_SORT_KEY = "QSK"
+HELPFUL_SORT_KEY = "HSK"
 _PARTITION_ATTRS = {
     Index.BY_LANG_AND_RATING: "GSIPK",
     Index.BY_LANG: "GSI2PK",
@@ -70,6 +89,15 @@ LISTING_INDEXES = (
     Index.VERIFIED_BY_RATING,
     Index.VERIFIED_BY_LANG_AND_RATING,
 )
+_TWINS = {
+    Index.BY_LANG_AND_RATING: Index.HELPFUL_BY_LANG_AND_RATING,
+    Index.BY_LANG: Index.HELPFUL_BY_LANG,
+    Index.BY_RATING: Index.HELPFUL_BY_RATING,
+    Index.ALL: Index.HELPFUL_ALL,
+    Index.VERIFIED_BY_RATING: Index.HELPFUL_VERIFIED_BY_RATING,
+    Index.VERIFIED_BY_LANG_AND_RATING: Index.HELPFUL_VERIFIED_BY_LANG_AND_RATING,
+}
+_TWIN_OF = {twin: index for index, twin in _TWINS.items()}
 
 
 def index_definition(index: Index) -> dict[str, Any]:

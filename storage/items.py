@@ -5,7 +5,7 @@ The stats items' shape lives in ``storage.stats``."""
 from __future__ import annotations
 
 from storage import keys
-from storage.indexes import QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
+from storage.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
 from storage.model import REPORT_REASONS, Comment, Moderation, Reply, Status
 from storage.types import Item
 
@@ -55,6 +55,8 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
             listing[Index.VERIFIED_BY_LANG_AND_RATING] = keys.lang_rating_pk(pid, lang, rating)
         for index, value in listing.items():
             item[index.partition_attr] = {"S": value}
+        # Its place in the listings' helpful twins (see storage.indexes).
+        item[HELPFUL_SORT_KEY] = {"S": keys.helpful_sort_key(comment.helpful, comment.sort_key)}
     queue_key = comment.queue_key
     if queue_key is not None:
         item[Index.MODERATION_QUEUE.partition_attr] = {"S": keys.QUEUE_PK}

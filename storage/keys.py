@@ -25,6 +25,8 @@ COMMENT_ID_MAX = 64
 LANGUAGE_MAX = 35
 # Wide enough for any count DynamoDB could hold in practice, fixed so strings sort as numbers.
 LEADER_COUNT_WIDTH = 12
+# Digits of the helpful count in HSK (more votes than any comment will get).
+HELPFUL_WIDTH = 10
 
 # Letters, digits and a few punctuation marks that never act as delimiters in our keys.
 _PRODUCT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
@@ -233,6 +235,48 @@ def sort_key(created_at: str, comment_id: str) -> str:
     if not _TIMESTAMP.fullmatch(created_at):
         raise ValueError(f"not a timestamp: {created_at!r}")
     return f"{created_at}#{validate_comment_id(comment_id)}"
+
+
+def helpful_sort_key(helpful: int, sort_key: str) -> str:
+    """HSK of a published comment: its helpful count zero-padded, then its GSISK (ties
+    are broken as in every other order)."""
+    if not 0 <= helpful < 10**HELPFUL_WIDTH:
+        raise ValueError("helpful counts are 0 to 10 digits")
+    return f"{helpful:0{HELPFUL_WIDTH}d}#{sort_key}"
+
+
+def validate_helpful_position(value: str) -> str:
+    """An HSK that came from a cursor, if it has the full shape of one we write."""
+    count, sep, sort_key = value.partition("#")
+    if not sep or len(count) != HELPFUL_WIDTH or not count.isascii() or not count.isdigit():
+        raise InvalidCursor("cursor does not name a position")
+    validate_sort_key(sort_key)
+    return value
+
+
+def validate_position(value: str) -> str:
+    """A position of any order (a GSISK or queue key, a rating order's, an HSK), if it
+    has the full shape of one we write; which order it belongs to is the cursor's to say."""
+    for validate in (validate_sort_key, validate_helpful_position, split_rating_position):
+        try:
+            validate(value)
+        except InvalidCursor:
+            continue
+        return value
+    raise InvalidCursor("cursor does not name a position")
+
+
+def rating_position(rating: int, sort_key: str) -> str:
+    """A position in a rating order: the rating's partition, and the GSISK within it."""
+    return f"{validate_rating(rating)}:{sort_key}"
+
+
+def split_rating_position(value: str) -> tuple[int, str]:
+    """(rating, GSISK) of a rating order's position from a cursor, or InvalidCursor."""
+    rating, sep, sort_key = value.partition(":")
+    if not sep or rating not in ("1", "2", "3", "4", "5"):
+        raise InvalidCursor("cursor does not name a position")
+    return int(rating), validate_sort_key(sort_key)
 
 
 def sort_key_time(sort_key: str) -> str:

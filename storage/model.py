@@ -346,6 +346,21 @@ class RatingCounts:
         return sum(self.count(r) for r in ratings)
 
 
+class Order(enum.Enum):
+    """The orders of a product's comments; ties are broken by the GSISK everywhere (newest
+    first), so each is a total order."""
+
+    NEWEST = "NEWEST"
+    OLDEST = "OLDEST"
+    HIGHEST_RATING = "HIGHEST_RATING"  # 5 stars first, newest first within a rating
+    LOWEST_RATING = "LOWEST_RATING"  # 1 star first, newest first within a rating
+    MOST_HELPFUL = "MOST_HELPFUL"  # most helpful votes first, then newest first
+
+    @property
+    def by_rating(self) -> bool:
+        return self in (Order.HIGHEST_RATING, Order.LOWEST_RATING)
+
+
 class Direction(enum.Enum):
     """FORWARD walks from newest to oldest (first/after); BACKWARD the other way."""
 
@@ -367,7 +382,7 @@ class PageRequest:
         if not 0 <= self.size <= PAGE_SIZE_MAX:
             raise InvalidPageRequest(f"page size must be between 0 and {PAGE_SIZE_MAX}")
         if self.position is not None:
-            keys.validate_sort_key(self.position)
+            keys.validate_position(self.position)
 
 
 @dataclass(frozen=True, slots=True)

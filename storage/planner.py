@@ -20,6 +20,14 @@ count as a bound: a partition is finished only when storage says so.
 When almost every comment of the scope matches the filter, one query on the broader index
 with a FilterExpression scans fewer items than k proportioned queries; the planner compares
 both estimates and picks the cheaper. Both read the same sort order, so results are equal.
+
+Orders. OLDEST reads the newest-first plan the other way. MOST_HELPFUL is the newest-first
+plan on the helpful twins of its indexes (same partitions, sorted by helpful count then
+GSISK), so every filter and the choice between a fan-out and a filtered read carry over.
+HIGHEST_RATING and LOWEST_RATING read the per-rating partitions one after another
+(``Strategy.IN_TURN``): the counters say where each ends, so the partitions a page needs
+are read at once when the page starts at a partition's start, and ratings counted zero
+cost nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from storage import keys
 from storage.indexes import SORT_KEY, Index
-from storage.model import Direction, ListingFilter, PageRequest, RatingCounts
+from storage.model import Direction, ListingFilter, Order, PageRequest, RatingCounts
 
 
 class Strategy(enum.Enum):
@@ -41,6 +49,8 @@ class Strategy(enum.Enum):
     BY_LANG_AND_RATING = "BY_LANG_AND_RATING"
     FAN_OUT = "FAN_OUT"
     FILTERED_SCAN_OF_INDEX = "FILTERED_SCAN_OF_INDEX"
+    # The rating orders: one partition after another, in the order's rating order.
+    IN_TURN = "IN_TURN"
     # Not product listings: one partition of an index of their own.
     BY_AUTHOR = "BY_AUTHOR"
     MODERATION_QUEUE = "MODERATION_QUEUE"
@@ -96,6 +106,9 @@ class Plan:
     # Share of the scanned partition that matches the filter (1.0 without a filter).
     match_fraction: float = 1.0
     z: float = DEFAULT_TUNING.z
+    order: Order = Order.NEWEST
+    # The page is read in the index's order reversed (OLDEST): the executor reverses it.
+    reversed: bool = False
 
     @property
     def index(self) -> Index | None:
@@ -125,18 +138,21 @@ class Plan:
         if self.position is None:
             return None
         op = "<" if self.direction is Direction.FORWARD else ">"
-        return f"{SORT_KEY} {op} {self.position}"
+        attr = SORT_KEY if self.index is None else self.index.sort_attr
+        return f"{attr} {op} {self.position}"
 
     def explain(self) -> str:
         """A human-readable EXPLAIN of the plan."""
         lines = [
             f"{self.strategy.value} product={self.product_id or '-'}"
-            f" language={self.language or '*'} direction={self.direction.value}"
-            f" page={self.page_size} want={self.want}",
+            f" language={self.language or '*'} order={self.order.value}"
+            f" direction={self.direction.value} page={self.page_size} want={self.want}",
         ]
         if self.index is not None:
             order = "ascending" if self.scan_forward else "descending"
-            lines.append(f"  index {self.index.value}, {SORT_KEY} {order}")
+            lines.append(f"  index {self.index.value}, {self.index.sort_attr} {order}")
+            if self.strategy is Strategy.IN_TURN:
+                lines.append("  partitions read in turn, in the order listed")
         if self.sort_key_condition is not None:
             lines.append(f"  where {self.sort_key_condition}")
         if self.filters:
@@ -217,22 +233,47 @@ def _partition_plan(strategy: Strategy, query: PlannedQuery, page: PageRequest) 
     )
 
 
-def plan_unfiltered(listing: ListingFilter, page: PageRequest) -> Plan:
+def needs_stats(listing: ListingFilter, order: Order = Order.NEWEST) -> bool:
+    """Whether a page of the listing in this order is planned from the counters (a rating
+    or verified filter, or a rating order); otherwise it is one partition, whatever they say."""
+    return listing.ratings is not None or listing.verified_only or order.by_rating
+
+
+def plan_unfiltered(listing: ListingFilter, page: PageRequest, order: Order = Order.NEWEST) -> Plan:
     """A plan for a listing without a rating or verified filter, made without stats.
 
-    Such a listing is one partition (``all`` or ``byLang``) whatever the counts say, so
-    its page can be read while the counters are read, in one round instead of two.
+    Such a listing is one partition (``all`` or ``byLang``, or their helpful twins) whatever
+    the counts say, so its page can be read while the counters are read, in one round
+    instead of two.
     """
-    if listing.ratings is not None or listing.verified_only:
-        raise ValueError("a rating or verified filter needs the stats to plan")
+    if needs_stats(listing, order):
+        raise ValueError("a rating or verified filter, or a rating order, needs the stats")
     pid, lang = listing.product_id, listing.language
     want = page.size + 1
-    base = _empty_plan(listing, page, want=want)
+    base = _empty_plan(listing, _oriented(page, order), want=want)
     if lang is None:
         query = PlannedQuery(Index.ALL, keys.all_pk(pid), want, None)
-        return replace(base, strategy=Strategy.ALL, queries=(query,))
-    query = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), want, None)
-    return replace(base, strategy=Strategy.BY_LANG, queries=(query,))
+        plan = replace(base, strategy=Strategy.ALL, queries=(query,))
+    else:
+        query = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), want, None)
+        plan = replace(base, strategy=Strategy.BY_LANG, queries=(query,))
+    return _in_order(plan, order)
+
+
+def _oriented(page: PageRequest, order: Order) -> PageRequest:
+    """The page as the newest-first indexes read it: OLDEST walks them the other way."""
+    if order is not Order.OLDEST:
+        return page
+    flipped = Direction.BACKWARD if page.direction is Direction.FORWARD else Direction.FORWARD
+    return replace(page, direction=flipped)
+
+
+def _in_order(plan: Plan, order: Order) -> Plan:
+    """A newest-first plan made into one of ``order`` (NEWEST, OLDEST or MOST_HELPFUL)."""
+    if order is Order.MOST_HELPFUL:
+        twins = tuple(replace(q, index=q.index.helpful_twin) for q in plan.queries)
+        return replace(plan, queries=twins, order=order)
+    return replace(plan, order=order, reversed=order is Order.OLDEST)
 
 
 def plan_listing(
@@ -240,6 +281,7 @@ def plan_listing(
     page: PageRequest,
     stats: RatingCounts,
     tuning: Tuning = DEFAULT_TUNING,
+    order: Order = Order.NEWEST,
 ) -> Plan:
     """Choose index, partitions and limits for one page; pure, deterministic.
 
@@ -249,6 +291,14 @@ def plan_listing(
     """
     if stats.product_id != listing.product_id or stats.language != listing.language:
         raise ValueError("stats must be those of the listing's product and language")
+    if order.by_rating:
+        return _plan_in_turn(listing, page, stats, order)
+    return _in_order(_plan_newest(listing, _oriented(page, order), stats, tuning), order)
+
+
+def _plan_newest(
+    listing: ListingFilter, page: PageRequest, stats: RatingCounts, tuning: Tuning
+) -> Plan:
     if listing.verified_only:
         return _plan_verified(listing, page, stats, tuning)
     pid, lang = listing.product_id, listing.language
@@ -369,3 +419,62 @@ def _plan_verified(
             match_fraction=fraction,
         )
     return replace(base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped)
+
+
+def _plan_in_turn(
+    listing: ListingFilter, page: PageRequest, stats: RatingCounts, order: Order
+) -> Plan:
+    """A rating order: the partitions of the chosen ratings, in the order's rating order
+    (reversed for a backward page), from the cursor's partition on.
+
+    A partition is read from its start except the cursor's own, so the counters say how
+    much each holds: the first-round limits cover the page from as many partitions as it
+    needs (each to its count plus one, which lets storage say it ended). The cursor's
+    partition holds an unknown rest, so nothing after it is read in the first round."""
+    pid, lang = listing.product_id, listing.language
+    counts = stats.only_verified() if listing.verified_only else stats
+    requested = listing.ratings if listing.ratings is not None else frozenset(keys.RATINGS)
+    # Reading order: highest first for a forward page of HIGHEST_RATING or a backward one
+    # of LOWEST_RATING.
+    descending = (order is Order.HIGHEST_RATING) == (page.direction is Direction.FORWARD)
+    ratings = sorted(requested, reverse=descending)
+    at: int | None = None
+    if page.position is not None:
+        at, _ = keys.split_rating_position(page.position)
+        # The partitions before the cursor's are done with (a cursor of a rating outside
+        # the filter continues at the next rating within it).
+        ratings = [r for r in ratings if (r <= at if descending else r >= at)]
+    live = [r for r in ratings if counts.count(r) > 0]
+    skipped = tuple(r for r in ratings if counts.count(r) == 0)
+    want = page.size + 1
+    base = replace(
+        _empty_plan(listing, page, want=want),
+        order=order,
+        skipped_ratings=skipped,
+        verified_only=listing.verified_only,
+    )
+    if not live:
+        return base
+    if listing.verified_only:
+        index = Index.VERIFIED_BY_RATING if lang is None else Index.VERIFIED_BY_LANG_AND_RATING
+    else:
+        index = Index.BY_RATING if lang is None else Index.BY_LANG_AND_RATING
+
+    def pk(rating: int) -> str:
+        return (
+            keys.rating_pk(pid, rating) if lang is None else keys.lang_rating_pk(pid, lang, rating)
+        )
+
+    queries = []
+    need = want
+    for rating in live:
+        count = counts.count(rating)
+        if need <= 0:
+            limit = 0  # read only if the ones before hold fewer than counted
+        elif rating == at:
+            limit, need = need, 0  # an unknown rest: nothing after it this round
+        else:
+            limit = min(need, count + 1)
+            need -= count
+        queries.append(PlannedQuery(index, pk(rating), limit, count, rating))
+    return replace(base, strategy=Strategy.IN_TURN, queries=tuple(queries))

@@ -13,10 +13,11 @@ from storage.executor import Page, execute
 from storage.expressions import Attr, get_request, query_request
 from storage.indexes import SORT_KEY, Index
 from storage.items import comment_key, item_to_comment, number
-from storage.model import Comment, ListingFilter, PageRequest, RatingCounts
+from storage.model import Comment, ListingFilter, Order, PageRequest, RatingCounts
 from storage.planner import (
     DEFAULT_TUNING,
     Tuning,
+    needs_stats,
     plan_author,
     plan_listing,
     plan_queue,
@@ -118,18 +119,19 @@ async def list_comments(
     *,
     stats: RatingCounts | None = None,
     tuning: Tuning = DEFAULT_TUNING,
+    order: Order = Order.NEWEST,
 ) -> Page:
-    """One page of a product's comments, newest first, exactly as filtered.
+    """One page of a product's comments in ``order``, exactly as filtered.
 
-    ``stats`` are the counters of the listing's scope. A rating filter needs them to plan
-    (they are read here first when not given; the API passes the ones its loader has, so
-    counts and plan agree). A listing without a rating filter is planned without them.
+    ``stats`` are the counters of the listing's scope. A rating filter or a rating order
+    needs them to plan (they are read here first when not given; the API passes the ones
+    its loader has, so counts and plan agree). Other listings are planned without them.
     """
-    if stats is None and listing.ratings is None and not listing.verified_only:
-        return await execute(table, plan_unfiltered(listing, page))
+    if stats is None and not needs_stats(listing, order):
+        return await execute(table, plan_unfiltered(listing, page, order))
     if stats is None:
         stats = await get_counts(table, listing.product_id, listing.language)
-    return await execute(table, plan_listing(listing, page, stats, tuning))
+    return await execute(table, plan_listing(listing, page, stats, tuning, order))
 
 
 async def author_comments(table: TableRef, author_id: str, page: PageRequest) -> Page:

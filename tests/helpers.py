@@ -11,9 +11,17 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from storage.client import ClientSettings, open_client
-from storage.cursor import decode_cursor, encode_cursor
+from storage.cursor import Ordering, decode_cursor, encode_cursor
 from storage.executor import Page
-from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest, Status
+from storage.model import (
+    Comment,
+    Direction,
+    ListingFilter,
+    NewComment,
+    Order,
+    PageRequest,
+    Status,
+)
 from storage.reads import list_comments
 from storage.retry import Backoff
 from storage.table import TableRef, create_table
@@ -77,9 +85,11 @@ async def seed_mixed(
     )
 
 
-def oracle(comments: Iterable[Comment], listing: ListingFilter) -> list[Comment]:
-    """Brute force: keep the published comments the filter matches, then sort newest first
-    (ties by comment id, descending)."""
+def oracle(
+    comments: Iterable[Comment], listing: ListingFilter, order: Order = Order.NEWEST
+) -> list[Comment]:
+    """Brute force: keep the published comments the filter matches, then sort them in the
+    order, ties newest first (then by comment id, descending)."""
     chosen = [
         c
         for c in comments
@@ -89,7 +99,17 @@ def oracle(comments: Iterable[Comment], listing: ListingFilter) -> list[Comment]
         and (listing.ratings is None or c.rating in listing.ratings)
         and (c.verified or not listing.verified_only)
     ]
-    return sorted(chosen, key=lambda c: c.sort_key, reverse=True)
+    newest = sorted(chosen, key=lambda c: c.sort_key, reverse=True)
+    # Stable sorts: each keeps the newest-first order among equals.
+    if order is Order.OLDEST:
+        return newest[::-1]
+    if order is Order.HIGHEST_RATING:
+        return sorted(newest, key=lambda c: -c.rating)
+    if order is Order.LOWEST_RATING:
+        return sorted(newest, key=lambda c: c.rating)
+    if order is Order.MOST_HELPFUL:
+        return sorted(newest, key=lambda c: -c.helpful)
+    return newest
 
 
 async def walk(
@@ -98,21 +118,24 @@ async def walk(
     size: int,
     direction: Direction,
     on_page: Callable[[Page], None] | None = None,
+    order: Order = Order.NEWEST,
 ) -> tuple[list[Comment], list[int]]:
     """Every page in one direction, through encoded cursors; returns comments in listing order
     and the page lengths. Asserts has_more agrees with whether another page follows."""
     out: list[list[Comment]] = []
     position: str | None = None
+    ordering = Ordering.of(order)
     while True:
-        page = await list_comments(table, listing, PageRequest(size, direction, position))
+        request = PageRequest(size, direction, position)
+        page = await list_comments(table, listing, request, order=order)
         if on_page is not None:
             on_page(page)
         out.append(list(page.comments))
         if not page.has_more:
             break
         assert page.comments, "has_more with an empty page"
-        edge = page.comments[-1] if direction is Direction.FORWARD else page.comments[0]
-        position = decode_cursor(encode_cursor(edge.sort_key))
+        edge = page.positions[-1] if direction is Direction.FORWARD else page.positions[0]
+        position = decode_cursor(encode_cursor(edge, ordering), ordering)
         assert len(out) < 10_000
     if direction is Direction.BACKWARD:
         out.reverse()

@@ -54,6 +54,33 @@ def test_random_text_never_crashes(text: str) -> None:
     assert keys.validate_sort_key(decoded) == decoded
 
 
+GSISK = keys.sort_key("2026-01-01T00:00:00.000Z", ID)
+POSITIONS = {
+    **dict.fromkeys(Ordering, GSISK),
+    Ordering.HIGHEST_RATING: keys.rating_position(4, GSISK),
+    Ordering.LOWEST_RATING: keys.rating_position(2, GSISK),
+    Ordering.MOST_HELPFUL: keys.helpful_sort_key(12, GSISK),
+}
+
+
+@pytest.mark.parametrize(
+    ("ordering", "bad"),
+    [
+        (Ordering.HIGHEST_RATING, GSISK),
+        (Ordering.HIGHEST_RATING, "6:" + GSISK),
+        (Ordering.LOWEST_RATING, "0:" + GSISK),
+        (Ordering.MOST_HELPFUL, GSISK),
+        (Ordering.MOST_HELPFUL, "12#" + GSISK),
+        (Ordering.MOST_HELPFUL, "00000000x1#" + GSISK),
+        (Ordering.NEWEST, keys.rating_position(4, GSISK)),
+    ],
+)
+def test_a_position_must_have_its_order_shape(ordering: Ordering, bad: str) -> None:
+    forged = _raw(f"c2:{ordering.value}:{bad}")
+    with pytest.raises(InvalidCursor):
+        decode_cursor(forged, ordering)
+
+
 def _raw(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
 
@@ -91,7 +118,7 @@ def test_bad_cursors_rejected(bad: object) -> None:
 def test_a_cursor_belongs_to_its_order(made: Ordering, used: Ordering) -> None:
     # A queue position (submission time) continued in a product's listing (creation time)
     # would land somewhere arbitrary: refused instead.
-    position = keys.sort_key("2026-01-01T00:00:00.000Z", ID)
+    position = POSITIONS[made]
     cursor = encode_cursor(position, made)
     if made is used:
         assert decode_cursor(cursor, used) == position
@@ -101,6 +128,11 @@ def test_a_cursor_belongs_to_its_order(made: Ordering, used: Ordering) -> None:
 
 
 @pytest.mark.parametrize("used", list(Ordering))
-def test_cursors_of_the_first_version_are_still_read(used: Ordering) -> None:
+def test_cursors_of_the_first_version_are_still_read_where_they_were_made(used: Ordering) -> None:
     position = keys.sort_key("2026-01-01T00:00:00.000Z", ID)
-    assert decode_cursor(_raw(f"c1:{position}"), used) == position
+    legacy = _raw(f"c1:{position}")
+    if used in (Ordering.NEWEST, Ordering.AUTHOR, Ordering.QUEUE):
+        assert decode_cursor(legacy, used) == position
+    else:
+        with pytest.raises(InvalidCursor, match="another listing or order"):
+            decode_cursor(legacy, used)

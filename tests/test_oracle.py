@@ -2,7 +2,8 @@
 
 Random data sets (several products, 1-6 languages, skewed ratings with some ratings empty,
 many identical timestamps, comments PENDING and REJECTED beside PUBLISHED ones, verified
-purchases and not); random filters (language, ratings, verified only) and page sizes.
+purchases and not, helpful counts with many ties); random filters (language, ratings,
+verified only), orders (every CommentOrder) and page sizes.
 Listings hold the published comments only. Counters, verified counters and leaderboard
 entries must equal a recount. Most examples run against the in-memory engine
 (benchmarks/fake_dynamo.py, itself checked against the oracle), bulk-loaded; a smaller set
@@ -30,8 +31,10 @@ from storage.model import (
     ListingFilter,
     ModerationMode,
     NewComment,
+    Order,
     PageRequest,
     Status,
+    Vote,
 )
 from storage.reads import get_counts, list_comments
 from storage.table import TableRef, create_table
@@ -39,6 +42,7 @@ from storage.writes import create_comment, delete_comment
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.reports import report_comment
+from storage.writes.votes import vote_helpful
 from tests.helpers import FAST, assert_counters_exact, oracle, stamp, walk
 
 LANGUAGES = ["en", "de", "fr", "es", "pt-br", "ja"]
@@ -52,6 +56,7 @@ class Spec:
     moment: int
     status: Status
     verified: bool
+    helpful: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Query:
     ratings: frozenset[int] | None
     size: int
     verified_only: bool
+    order: Order = Order.NEWEST
 
 
 Scenario = tuple[int, list[Spec], list[int], list[Query]]
@@ -89,6 +95,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                 st.integers(0, moments - 1),
                 st.sampled_from([Status.PUBLISHED] * 3 + [Status.PENDING, Status.REJECTED]),
                 verified,
+                # Few distinct counts: ties among equally helpful comments everywhere.
+                st.sampled_from([0, 0, 0, 1, 1, 2, 3]),
             ),
             min_size=draw(st.sampled_from([0, 10, 25])),
             max_size=50,
@@ -111,6 +119,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                 ),
                 st.integers(1, 8),
                 st.sampled_from([False, False, True]),
+                st.sampled_from(Order),
             ),
             min_size=1,
             max_size=3,
@@ -160,15 +169,18 @@ async def _listings_equal_brute_force(
 ) -> None:
     for q in queries:
         listing = ListingFilter(pids[q.product], q.language, q.ratings, q.verified_only)
-        expected = oracle(alive, listing)
+        expected = oracle(alive, listing, q.order)
         assert all(c.status is Status.PUBLISHED for c in expected)
-        first = await list_comments(table, listing, PageRequest(q.size))
+        first = await list_comments(table, listing, PageRequest(q.size), order=q.order)
         verified = ", verified only" if q.verified_only else ""
         event(f"strategy {first.plan.strategy.value}{verified}")
+        event(f"order {q.order.value}")
         event(f"pages {'one' if not first.has_more else 'several'}")
         for direction in Direction:
-            got, lengths = await walk(table, listing, q.size, direction, on_page=_note)
-            assert got == expected, (direction, listing)
+            got, lengths = await walk(
+                table, listing, q.size, direction, on_page=_note, order=q.order
+            )
+            assert got == expected, (direction, listing, q.order)
             in_travel_order = lengths if direction is Direction.FORWARD else lengths[::-1]
             assert all(n == q.size for n in in_travel_order[:-1]), lengths
             assert sum(lengths) == len(expected)
@@ -214,6 +226,7 @@ async def test_listings_equal_brute_force_in_memory(scenario: Scenario) -> None:
             created_at=stamp(s.moment),
             status=s.status,
             verified=s.verified,
+            helpful=s.helpful,
         )
         for n, s in enumerate(specs)
         if n not in gone
@@ -259,6 +272,12 @@ async def _written(table: TableRef, pid: str, n: int, spec: Spec) -> Comment:
             table, c.comment_id, reporter="viewer", reason="SPAM", threshold=1, backoff=FAST
         )
         c = reported.comment
+    if spec.helpful and c.status is Status.PUBLISHED:
+        for voter in range(spec.helpful):
+            voted = await vote_helpful(
+                table, c.comment_id, voter=f"fan{voter}", vote=Vote.HELPFUL, backoff=FAST
+            )
+            c = voted.comment
     assert c.status is spec.status
     return c
 
