@@ -11,7 +11,9 @@ times it can run, which is the product of the page sizes and list lengths above 
     Product.comments(ratings, first)     1 (the counters) + the page's queries: one partition
                                          (no filter, one rating) is read in one round, a
                                          fan-out or filtered read in two (the top-ups), one
-                                         query per rating each; each query takes one call
+                                         query per rating each (a rating order reads each
+                                         rating's partition in turn: the same bound); each
+                                         query takes one call
                                          per ITEMS_PER_RESPONSE items of the page, as
                                          DynamoDB ends a response at 1 MB. Fields below run
                                          page-size times.
@@ -164,12 +166,20 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
             ratings = keys.validate_ratings(args.get("ratings"))
             if ratings is not None:
                 width = len(ratings)
-            elif args.get("verifiedOnly") is False:
+            elif args.get("verifiedOnly") is False and not _by_rating(args.get("orderBy")):
                 width = 0  # one partition
-            # else: verified only (or unknown), a fan-out over every rating
+            # else: verified only, a rating order (its partitions in turn) or unknown:
+            # every rating's partition
     # An empty page still reads each partition's lookahead item (for hasNextPage).
     queries = _page_calls(size) * (1 if width <= 1 else ROUNDS * width)
     return FieldCost(1 + queries, 1, Lengths(size, queries))
+
+
+def _by_rating(order: object) -> bool:
+    """Whether the order reads the rating partitions in turn; an unreadable one is priced
+    as if it did (the worst case)."""
+    name = getattr(order, "name", order)
+    return name not in ("NEWEST", "OLDEST", "MOST_HELPFUL")
 
 
 def _partition(args: Args, _: Lengths) -> FieldCost:

@@ -13,7 +13,8 @@ from resolvers.products.stats import counts
 from storage import keys
 from storage.cursor import Ordering
 from storage.executor import Page
-from storage.model import Comment, Direction, ListingFilter, PageRequest
+from storage.model import Comment, Direction, ListingFilter, Order, PageRequest
+from storage.planner import needs_stats
 from storage.reads import author_comments, author_total, list_comments, queue_length
 from storage.reads import moderation_queue as read_queue
 
@@ -41,28 +42,30 @@ async def comments(
     last: int | None,
     before: str | None,
     verified_only: bool = False,
+    order: Order = Order.NEWEST,
 ) -> Listing:
-    """One page of a product's published comments; totals and plan come from the same
-    stats read (the verified counters for ``verified_only``)."""
+    """One page of a product's published comments in ``order``; totals and plan come from
+    the same stats read (the verified counters for ``verified_only``)."""
     listing = ListingFilter(
         pid, language, None if ratings is None else frozenset(ratings), verified_only
     )
-    request = page_request(first, after, last, before)
-    if listing.ratings is None and not verified_only:
+    ordering = Ordering.of(order)
+    request = page_request(first, after, last, before, ordering=ordering)
+    if not needs_stats(listing, order):
         # One partition whatever the counts: read the page while the loader reads them.
         stats, page = await asyncio.gather(
             counts(ctx, listing.product_id, listing.language),
-            ctx.storage(list_comments(ctx.table, listing, request)),
+            ctx.storage(list_comments(ctx.table, listing, request, order=order)),
         )
     else:
         stats = await counts(ctx, listing.product_id, listing.language)
         page = await ctx.storage(
-            list_comments(ctx.table, listing, request, stats=stats, tuning=ctx.tuning)
+            list_comments(ctx.table, listing, request, stats=stats, tuning=ctx.tuning, order=order)
         )
     if verified_only:
         stats = stats.only_verified()
     total = stats.matching(listing.ratings)
-    return _listing(ctx, page, total, request, after, before, Ordering.NEWEST)
+    return _listing(ctx, page, total, request, after, before, ordering)
 
 
 def _listing(

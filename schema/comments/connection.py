@@ -17,8 +17,10 @@ from storage.cursor import encode_cursor
 @strawberry.enum(
     description="The access path of a page: one index (ALL, BY_LANG, BY_RATING, "
     "BY_LANG_AND_RATING), parallel queries merged (FAN_OUT), one index read with a filter "
-    "(FILTERED_SCAN_OF_INDEX), or nothing to read (EMPTY); BY_AUTHOR and MODERATION_QUEUE "
-    "page the viewer's own comments and the moderation queue."
+    "(FILTERED_SCAN_OF_INDEX), the rating partitions one after another for a rating order "
+    "(IN_TURN), or nothing to read (EMPTY); BY_AUTHOR and MODERATION_QUEUE page the "
+    "viewer's own comments and the moderation queue. MOST_HELPFUL reads the same "
+    "strategies on the indexes' helpful twins."
 )
 class PlanStrategy(enum.Enum):
     """The public names of ``storage.planner.Strategy``: the contract's, kept apart from the
@@ -33,6 +35,7 @@ class PlanStrategy(enum.Enum):
     FILTERED_SCAN_OF_INDEX = "FILTERED_SCAN_OF_INDEX"
     BY_AUTHOR = "BY_AUTHOR"
     MODERATION_QUEUE = "MODERATION_QUEUE"
+    IN_TURN = "IN_TURN"
 
 
 @strawberry.type(name="PlannedQuery", description="One storage query issued for a page.")

@@ -9,6 +9,7 @@ from strawberry import relay
 
 from resolvers.comments import reads as comment_reads
 from resolvers.products import stats
+from schema.comments.orders import CommentOrder
 from schema.context import Info
 from schema.scalars import DateTime
 from storage import keys
@@ -70,10 +71,11 @@ class Product(relay.Node):
         return RatingStats.from_counts(counts.only_verified() if verified_only else counts)
 
     @strawberry.field(
-        description="AP1-AP3, AP6: published comments newest first. ratings: any subset of "
-        f"1..5 (empty or null = all); verifiedOnly keeps verified purchases. first/last: "
-        f"0..{PAGE_SIZE_MAX} (default {PAGE_SIZE_DEFAULT}). Cursors are opaque keyset "
-        "positions."
+        description="AP1-AP3, AP6: published comments, newest first unless orderBy says "
+        "otherwise. ratings: any subset of 1..5 (empty or null = all); verifiedOnly keeps "
+        f"verified purchases. first/last: 0..{PAGE_SIZE_MAX} (default {PAGE_SIZE_DEFAULT}). "
+        "Cursors are opaque keyset positions of their order: another order refuses them "
+        "(BAD_USER_INPUT). Every order costs the same at any depth."
     )
     async def comments(
         self,
@@ -81,6 +83,7 @@ class Product(relay.Node):
         language: str | None = None,
         ratings: list[int] | None = None,
         verified_only: bool = False,
+        order_by: CommentOrder = CommentOrder.NEWEST,
         first: int | None = None,
         after: str | None = None,
         last: int | None = None,
@@ -98,6 +101,7 @@ class Product(relay.Node):
             last=last,
             before=before,
             verified_only=verified_only,
+            order=order_by.stored(),
         )
         return CommentConnection.from_listing(page)
 

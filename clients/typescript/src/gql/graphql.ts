@@ -20,7 +20,7 @@ export type CreateCommentInput = {
   title?: string | null | undefined;
 };
 
-/** The access path of a page: one index (ALL, BY_LANG, BY_RATING, BY_LANG_AND_RATING), parallel queries merged (FAN_OUT), one index read with a filter (FILTERED_SCAN_OF_INDEX), or nothing to read (EMPTY); BY_AUTHOR and MODERATION_QUEUE page the viewer's own comments and the moderation queue. */
+/** The access path of a page: one index (ALL, BY_LANG, BY_RATING, BY_LANG_AND_RATING), parallel queries merged (FAN_OUT), one index read with a filter (FILTERED_SCAN_OF_INDEX), the rating partitions one after another for a rating order (IN_TURN), or nothing to read (EMPTY); BY_AUTHOR and MODERATION_QUEUE page the viewer's own comments and the moderation queue. MOST_HELPFUL reads the same strategies on the indexes' helpful twins. */
 export type PlanStrategy =
   | 'ALL'
   | 'BY_AUTHOR'
@@ -30,6 +30,7 @@ export type PlanStrategy =
   | 'EMPTY'
   | 'FAN_OUT'
   | 'FILTERED_SCAN_OF_INDEX'
+  | 'IN_TURN'
   | 'MODERATION_QUEUE';
 
 /** Why an input was refused. */
