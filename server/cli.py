@@ -140,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
         "migrate-table", help="add the indexes a table made by an earlier version lacks"
     )
     _add_connection(migrate)
+    migrate.add_argument(
+        "--wait",
+        type=float,
+        default=3600.0,
+        help="seconds to wait for each index to be built before giving up; running the "
+        "command again resumes (default 3600)",
+    )
 
     check = sub.add_parser("verify-stats", help="recount counters and leaderboard from comments")
     _add_connection(check)
@@ -179,7 +186,9 @@ async def _migrate(args: argparse.Namespace) -> int:
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
         table = TableRef(client, settings.dynamodb_table)
-        done = await migrate(table, progress=lambda line: print(line, file=sys.stderr))
+        done = await migrate(
+            table, progress=lambda line: print(line, file=sys.stderr), wait_seconds=args.wait
+        )
         await ensure_ttl(table)
     if done.added:
         print(f"added indexes: {', '.join(done.added)}; the table is up to date")

@@ -122,6 +122,14 @@ def key_attributes(indexes: list[Index] | tuple[Index, ...]) -> list[dict[str, s
     return [{"AttributeName": a, "AttributeType": "S"} for a in names]
 
 
+def index_attributes(index: Index) -> list[dict[str, str]]:
+    """AttributeDefinitions for ``index``'s own keys, which UpdateTable needs to add it."""
+    return [
+        {"AttributeName": attr, "AttributeType": "S"}
+        for attr in (index.partition_attr, index.sort_attr)
+    ]
+
+
 def table_definition(name: str) -> dict[str, Any]:
     """The CreateTable request for the model in DESIGN.md (on-demand billing)."""
     return {

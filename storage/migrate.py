@@ -1,12 +1,14 @@
 """Bring an existing table up to the layout of ``storage.indexes``: add the indexes it lacks.
 
-A table made by an earlier ``create-table`` has the four listing indexes only. The new ones
-need no backfill: ``byAuthor`` is keyed by the ``author`` attribute every comment already
-has, and the keys of ``verifiedByRating``, ``verifiedByLangAndRating`` and
-``moderationQueue`` exist only on comments written since (verified purchases, PENDING
-comments), which an older table cannot hold. DynamoDB builds one index per UpdateTable, so
-they are added one after another, each waited for until ACTIVE. Running it again after an
-interruption picks up where it stopped (an index already being built is waited for).
+A table made by an earlier ``create-table`` has the four listing indexes only. No item has
+to be rewritten for the new ones: ``byAuthor`` is keyed by the ``author`` attribute every
+comment already has (DynamoDB backfills it from the existing items), and the keys of
+``verifiedByRating``, ``verifiedByLangAndRating`` and ``moderationQueue`` exist only on
+comments written since (verified purchases, PENDING comments), which an older table cannot
+hold. DynamoDB builds one index per UpdateTable, so they are added one after another, each
+waited for until ACTIVE, for at most ``wait_seconds`` each. Running it again after an
+interruption or a wait given up picks up where it stopped (an index already being built is
+waited for).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storage.errors import StorageUnavailable, TableMissing
-from storage.indexes import Index, index_definition, key_attributes
+from storage.errors import StorageUnavailable
+from storage.indexes import Index, index_attributes, index_definition
 from storage.table import TableRef
 
 Progress = Callable[[str], None]
@@ -42,19 +44,21 @@ async def migrate(
     wait_seconds: float = 3600,
     poll_seconds: float = 0.5,
 ) -> Migration:
-    """Add every missing index, one at a time, and wait until all are ACTIVE."""
+    """Add every missing index, one at a time, and wait until all are ACTIVE.
+
+    Each wait (for an index, or for one found building) gives up after ``wait_seconds`` with
+    StorageUnavailable naming what is still being built; TableMissing if there is no table.
+    """
     say = progress or (lambda _: None)
-    try:
-        missing = await missing_indexes(table)
-    except TableMissing:
-        raise
+    missing = await missing_indexes(table)
     present = tuple(i.value for i in Index if i not in missing)
     await _wait_active(table, say, wait_seconds, poll_seconds)  # one left building earlier
     for n, index in enumerate(missing, 1):
         say(f"[{n}/{len(missing)}] adding index {index.value}")
         await table.client.update_table(
             TableName=table.name,
-            AttributeDefinitions=key_attributes(tuple(Index)),
+            # Only the new index's keys: UpdateTable takes the definitions it uses.
+            AttributeDefinitions=index_attributes(index),
             GlobalSecondaryIndexUpdates=[{"Create": index_definition(index)}],
         )
         await _wait_active(table, say, wait_seconds, poll_seconds)
@@ -81,5 +85,10 @@ async def _wait_active(
             say(f"waiting for index {name} to be built")
             reported.add(name)
         if loop.time() > deadline:
-            raise StorageUnavailable(f"table {table.name!r} did not become ACTIVE in time")
+            waiting_for = ", ".join(sorted(building)) or "the table itself"
+            raise StorageUnavailable(
+                f"table {table.name!r}: {waiting_for} still not ACTIVE after {wait_seconds:g} s; "
+                "DynamoDB goes on building it, and migrate-table run again waits for it and "
+                "adds the rest"
+            )
         await asyncio.sleep(poll_seconds)
