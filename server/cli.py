@@ -137,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection(create)
 
     migrate = sub.add_parser(
-        "migrate-table", help="add the indexes a table made by an earlier version lacks"
+        "migrate-table",
+        help="add the indexes a table made by an earlier version lacks, and give its "
+        "comments the keys they need (resumable)",
     )
     _add_connection(migrate)
     migrate.add_argument(
@@ -190,6 +192,9 @@ async def _migrate(args: argparse.Namespace) -> int:
             table, progress=lambda line: print(line, file=sys.stderr), wait_seconds=args.wait
         )
         await ensure_ttl(table)
+    filled = done.backfill
+    if filled is not None and not filled.already_done:
+        print(f"gave {filled.written} comments the most helpful order's key")
     if done.added:
         print(f"added indexes: {', '.join(done.added)}; the table is up to date")
     else:

@@ -1,4 +1,5 @@
-"""Bring an existing table up to the layout of ``storage.indexes``: add the indexes it lacks.
+"""Bring an existing table up to the layout of ``storage.indexes``: add the indexes it lacks,
+then give old comments the helpful order's key (``storage.backfill``).
 
 A table made by an earlier ``create-table`` has the four listing indexes only. No item has
 to be rewritten for the new ones: ``byAuthor`` is keyed by the ``author`` attribute every
@@ -9,6 +10,10 @@ hold. DynamoDB builds one index per UpdateTable, so they are added one after ano
 waited for until ACTIVE, for at most ``wait_seconds`` each. Running it again after an
 interruption or a wait given up picks up where it stopped (an index already being built is
 waited for).
+
+The helpful twins (the most helpful order) are the exception: their sort key HSK is on
+comments written since, so the comments already there get it from a backfill, which runs
+once the indexes are built and resumes where it stopped as well.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from storage.backfill import Backfill, backfill_helpful_keys
 from storage.errors import StorageUnavailable
 from storage.indexes import Index, index_attributes, index_definition
 from storage.table import TableRef
@@ -28,6 +34,7 @@ Progress = Callable[[str], None]
 class Migration:
     added: tuple[str, ...]  # indexes this run created
     present: tuple[str, ...]  # indexes that were there already
+    backfill: Backfill | None = None
 
 
 async def missing_indexes(table: TableRef) -> list[Index]:
@@ -43,6 +50,7 @@ async def migrate(
     progress: Progress | None = None,
     wait_seconds: float = 3600,
     poll_seconds: float = 0.5,
+    backfill: bool = True,
 ) -> Migration:
     """Add every missing index, one at a time, and wait until all are ACTIVE.
 
@@ -63,7 +71,8 @@ async def migrate(
         )
         await _wait_active(table, say, wait_seconds, poll_seconds)
         say(f"[{n}/{len(missing)}] index {index.value} is ACTIVE")
-    return Migration(tuple(i.value for i in missing), present)
+    filled = await backfill_helpful_keys(table, progress=say) if backfill else None
+    return Migration(tuple(i.value for i in missing), present, filled)
 
 
 async def _wait_active(

@@ -24,20 +24,31 @@ import pytest
 from server.cli import main as cli_main
 from server.local_engine import LocalEngine
 from storage import keys
+from storage.backfill import backfill_helpful_keys
 from storage.client import ClientSettings, open_client
 from storage.errors import StorageUnavailable
-from storage.indexes import Index
+from storage.indexes import LISTING_INDEXES, Index, table_definition
 from storage.migrate import migrate
-from storage.model import ListingFilter, ModerationMode, NewComment, PageRequest, Status
+from storage.model import (
+    Comment,
+    ListingFilter,
+    ModerationMode,
+    NewComment,
+    Order,
+    PageRequest,
+    Status,
+    Vote,
+)
 from storage.reads import author_comments, get_counts, list_comments, moderation_queue
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient, Item, Response
 from storage.verify import verify
 from storage.wrapping import ClientWrapper
-from storage.writes import create_comment
+from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment
-from tests.helpers import FAST, own_product_id
+from storage.writes.votes import vote_helpful
+from tests.helpers import FAST, oracle, own_product_id
 
 pytestmark = pytest.mark.engine
 
@@ -195,7 +206,9 @@ async def listed(table: TableRef, listing: ListingFilter) -> list[str]:
     return [c.comment_id for c in page.comments]
 
 
-NEW_INDEXES = ["verifiedByRating", "verifiedByLangAndRating", "byAuthor", "moderationQueue"]
+# What a table of the first version lacks: every index of today but its four.
+NEW_INDEXES = [index.value for index in Index if index.value not in _LEGACY_INDEXES]
+N = len(NEW_INDEXES)
 
 
 async def test_create_table_refuses_a_legacy_table_and_names_the_command(
@@ -215,10 +228,12 @@ async def test_migrate_adds_the_indexes_and_old_comments_live_on(client: DynamoC
 
     assert list(done.added) == NEW_INDEXES
     assert list(done.present) == list(_LEGACY_INDEXES)
+    assert done.backfill is not None
+    assert done.backfill.written == len(old)  # the old comments' helpful keys
     assert await index_statuses(table) == {index.value: "ACTIVE" for index in Index}
     for n, index in enumerate(NEW_INDEXES, 1):
-        assert f"[{n}/4] adding index {index}" in lines
-        assert f"[{n}/4] index {index} is ACTIVE" in lines
+        assert f"[{n}/{N}] adding index {index}" in lines
+        assert f"[{n}/{N}] index {index} is ACTIVE" in lines
     assert await create_table(client, table.name) is False  # the layout is now today's
 
     # The old comments: listed newest first, published, unverified; in their author's index.
@@ -313,8 +328,8 @@ async def test_the_cli_migrates_a_table_once(
     first = capsys.readouterr()
     assert f"added indexes: {', '.join(NEW_INDEXES)}; the table is up to date" in first.out
     for n, index in enumerate(NEW_INDEXES, 1):
-        assert f"[{n}/4] adding index {index}" in first.err
-        assert f"[{n}/4] index {index} is ACTIVE" in first.err
+        assert f"[{n}/{N}] adding index {index}" in first.err
+        assert f"[{n}/{N}] index {index} is ACTIVE" in first.err
     assert await index_statuses(table) == {index.value: "ACTIVE" for index in Index}
     ttl = await client.describe_time_to_live(TableName=table.name)
     assert ttl["TimeToLiveDescription"]["TimeToLiveStatus"] in ("ENABLED", "ENABLING")
@@ -392,4 +407,86 @@ async def test_each_update_defines_only_the_new_index_keys(client: DynamoClient)
         ["GSI6PK", "GSISK"],
         ["author", "GSISK"],
         ["QPK", "QSK"],
+        # The helpful twins: the listing indexes' partitions, sorted by HSK.
+        ["GSIPK", "HSK"],
+        ["GSI2PK", "HSK"],
+        ["GSI3PK", "HSK"],
+        ["GSI4PK", "HSK"],
+        ["GSI5PK", "HSK"],
+        ["GSI6PK", "HSK"],
     ]
+
+
+def previous_definition(name: str) -> dict[str, Any]:
+    """The create-table of the version before the sort orders: today's without the helpful
+    twins (and so without HSK among the attributes)."""
+    definition = table_definition(name)
+    twins = {index.helpful_twin.value for index in LISTING_INDEXES}
+    definition["GlobalSecondaryIndexes"] = [
+        g for g in definition["GlobalSecondaryIndexes"] if g["IndexName"] not in twins
+    ]
+    definition["AttributeDefinitions"] = [
+        a for a in definition["AttributeDefinitions"] if a["AttributeName"] != "HSK"
+    ]
+    return definition
+
+
+async def test_a_table_from_before_the_sort_orders_lists_its_comments_most_helpful_first(
+    client: DynamoClient,
+) -> None:
+    pid = own_product_id()
+    name = f"previous_{uuid.uuid4().hex[:8]}"
+    await client.create_table(**previous_definition(name))
+    table = TableRef(client, name)
+    made = []
+    for n in range(7):
+        new = NewComment(pid, ["en", "de"][n % 2], 1 + n % 5, f"b{n}", f"u{n}")
+        mode = ModerationMode.PRE if n == 6 else ModerationMode.POST
+        made.append((await create_comment(table, new, moderation=mode, backoff=FAST)).comment)
+    # As the previous version wrote them: no helpful key (and no votes: they did not exist).
+    for c in made:
+        await client.update_item(
+            TableName=name,
+            Key={
+                "PK": {"S": keys.comment_pk(c.comment_id)},
+                "SK": {"S": keys.comment_pk(c.comment_id)},
+            },
+            UpdateExpression="REMOVE HSK",
+        )
+    await migrate(table, wait_seconds=BUILD_WAIT, poll_seconds=POLL, backfill=False)
+
+    # A backfill stopped after its first page resumes there, and gives every published
+    # comment its key exactly once.
+    def stop(line: str) -> None:
+        raise Interrupted
+
+    with pytest.raises(Interrupted):
+        await backfill_helpful_keys(table, progress=stop, page_items=3)
+    rest = await backfill_helpful_keys(table, page_items=3)
+    assert rest.resumed
+    everything = (await client.scan(TableName=name))["Count"]
+    assert rest.scanned <= everything - 3 + 1  # not the first page again (+ the checkpoint)
+    assert rest.written > 0
+    again = await backfill_helpful_keys(table, page_items=3)
+    assert again.already_done
+    published = [c for c in made if c.status is Status.PUBLISHED]
+    for fan, c in enumerate(published[:3]):
+        for voter in range(fan + 1):
+            await vote_helpful(table, c.comment_id, voter=f"fan{voter}", vote=Vote.HELPFUL)
+    voted = [c for c in (await every(table, pid)) if c is not None]
+    for listing in (
+        ListingFilter(pid),
+        ListingFilter(pid, "en"),
+        ListingFilter(pid, None, frozenset({1, 2})),
+    ):
+        page = await list_comments(table, listing, PageRequest(size=100), order=Order.MOST_HELPFUL)
+        assert [c.comment_id for c in page.comments] == [
+            c.comment_id for c in oracle(voted, listing, Order.MOST_HELPFUL)
+        ]
+    report = await verify(table)
+    assert report.exact, report.describe()
+
+
+async def every(table: TableRef, pid: str) -> list[Comment | None]:
+    page = await list_comments(table, ListingFilter(pid), PageRequest(size=100))
+    return [await get_comment(table, c.comment_id) for c in page.comments]
