@@ -112,10 +112,18 @@ async def import_file(
 
 
 async def measure(endpoint: str, path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    async with open_client(ClientSettings(endpoint_url=endpoint)) as client:
+    # A strongly consistent scan page of 100,000 comments can take DynamoDB Local longer
+    # than the API's 5 s read timeout on a busy machine.
+    settings = ClientSettings(endpoint_url=endpoint, read_timeout=120.0)
+    async with open_client(settings) as client:
         await create_table(client, "import_rate")
         table = TableRef(client, "import_rate")
         first = await import_file(table, path, args.lines, "import", args)
+        print(
+            f"first run: {first.imported} imported in {first.seconds:.1f} s, "
+            f"{first.imported / first.seconds:.0f} comments/s; verifying",
+            file=sys.stderr,
+        )
         report = await verify(table)
         print(f"verify: {'exact' if report.exact else report.describe()[:5]}", file=sys.stderr)
         again = await import_file(table, path, args.lines, "again ", args)
