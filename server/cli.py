@@ -11,6 +11,7 @@ import asyncio
 import logging
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from storage.bulk import load_new_products
 from storage.client import open_client
 from storage.cursor import encode_cursor
 from storage.errors import StorageError
+from storage.imports import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.migrate import migrate
 from storage.model import ListingFilter
 from storage.reads import list_comments
@@ -154,6 +156,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection(check)
     check.add_argument("--repair", action="store_true", help="rewrite items that drifted")
 
+    imports = sub.add_parser(
+        "import",
+        help="import existing reviews from JSON Lines, once each (exit 1: some lines skipped)",
+        description="Import existing reviews from a JSON Lines file, one review per line, with "
+        "exact counters. Each review is imported once, by its externalId: running the same "
+        "import again (after a crash, say) skips what is in and completes the rest. Invalid "
+        "lines, a repeated externalId, and reviews imported before with other content "
+        "(conflicts: the stored review is left as it is) are reported on stderr with their "
+        "line numbers and skipped. Exit status: 0 when every line is in, 1 when some lines "
+        "were skipped (all others are in), 2 on any other error (run it again to finish).",
+    )
+    _add_connection(imports)
+    imports.add_argument("file", type=Path, help="the JSON Lines file (FILE.jsonl)")
+    imports.add_argument(
+        "--concurrency",
+        type=int,
+        default=CONCURRENCY,
+        help=f"products written at once (default {CONCURRENCY})",
+    )
+
     explain = sub.add_parser("explain", help="plan and read one page, printing the EXPLAIN")
     _add_connection(explain)
     explain.add_argument("product_id")
@@ -254,6 +276,63 @@ def _engine(args: argparse.Namespace) -> int:
             await stop.wait()
 
         asyncio.run(wait())
+    return 0
+
+
+def _count_lines(path: Path) -> int:
+    """Lines in the file (a last one without a line break included), read in chunks."""
+    lines, last = 0, b"\n"
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
+
+
+async def _import(args: argparse.Namespace) -> int:
+    def report(bad: InvalidLine) -> None:
+        # Over the progress bar's line, which the next redraw puts back below.
+        print(f"\r{bad.describe()}".ljust(60), file=sys.stderr)
+
+    path: Path = args.file
+    try:
+        total = _count_lines(path)
+    except OSError as exc:
+        print(f"error: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if args.concurrency < 1:
+        print("error: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    settings = storage_settings(args)
+    started = time.perf_counter()
+    with path.open("rb") as stream:
+        async with open_client(settings.client_settings()) as client:
+            table = TableRef(client, settings.dynamodb_table)
+            try:
+                summary = await import_comments(
+                    table,
+                    jsonl_lines(stream),
+                    concurrency=args.concurrency,
+                    progress=progress_bar(total, "importing"),
+                    on_invalid=report,
+                )
+            except StorageError as exc:
+                print(f"\nerror: {exc}", file=sys.stderr)
+                print(
+                    "every batch is written whole or not at all: run the same command again "
+                    "to import the rest",
+                    file=sys.stderr,
+                )
+                return 2
+    elapsed = time.perf_counter() - started
+    print(
+        f"imported {summary.imported}, already imported {summary.already_imported}, "
+        f"invalid {summary.invalid}, conflicts {summary.conflicts} ({summary.lines} lines) "
+        f"in {elapsed:.1f} s, {summary.lines / max(elapsed, 1e-9):.0f} lines/s"
+    )
+    if summary.skipped:
+        print(f"{summary.skipped} lines were skipped (listed on stderr with their numbers)")
+        return 1
     return 0
 
 
@@ -361,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "verify-stats": _verify,
             "explain": _explain,
             "seed": _seed,
+            "import": _import,
         }
         return asyncio.run(handler[args.command](args))
     except ValidationError as exc:

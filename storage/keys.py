@@ -141,6 +141,16 @@ def new_comment_id() -> str:
     return uuid.uuid4().hex
 
 
+def imported_comment_id(external_id: str) -> str:
+    """The id of the comment imported from a source's review: 32 lower-case hex digits (the
+    shape of ``new_comment_id``), the same on every run, so that an import can be repeated.
+
+    Still never reused: the import record (``import_pk``), written with the comment, stays
+    after the comment is deleted and keeps the import from making it again.
+    """
+    return _digest(IMPORT_PREFIX, external_id)[:32]
+
+
 def format_timestamp(moment: datetime) -> str:
     """ISO-8601 in UTC with milliseconds: fixed width, so string order is time order."""
     if moment.tzinfo is None:

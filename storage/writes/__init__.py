@@ -8,8 +8,10 @@ The rule every write here follows, and every new transition must follow:
     lets a counter go below zero. When a condition fails, the writer reads again and
     recomputes; it never commits a move computed from a state that no longer holds.
 
-Comment ids are random and never reused, versions only grow, so a stale writer can never
-mistake a later comment for the one it read. Retries are bounded by ``MAX_WRITE_CALLS``
+Comment ids are random and never reused (an imported review's id is derived from the
+source's id, and its import record, which outlives the comment, keeps it from being made
+again: see ``storage.imports``), versions only grow, so a stale writer can never mistake a
+later comment for the one it read. Retries are bounded by ``MAX_WRITE_CALLS``
 storage calls per write (the GraphQL cost model relies on it), after which the write
 reports ``WriteConflict``.
 
