@@ -31,11 +31,11 @@ from server.runtime import DEV_TOKEN_LIFETIME
 from server.settings import Settings, StorageSettings, TokenSettings
 from storage.bulk import load_new_products
 from storage.client import open_client
-from storage.cursor import encode_cursor
+from storage.cursor import Ordering, encode_cursor
 from storage.errors import StorageError
 from storage.imports import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.migrate import migrate
-from storage.model import ListingFilter
+from storage.model import ListingFilter, Order
 from storage.reads import list_comments
 from storage.table import TableRef, create_table, ensure_ttl
 from storage.verify import Report, repair, verify
@@ -182,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--language")
     explain.add_argument("--ratings", help="comma-separated ratings, e.g. 1,2")
     explain.add_argument("--verified-only", action="store_true", help="verified purchases only")
+    explain.add_argument(
+        "--order",
+        choices=[o.value for o in Order],
+        default=Order.NEWEST.value,
+        help="sort order (default NEWEST)",
+    )
     explain.add_argument("--first", type=int)
     explain.add_argument("--after")
     explain.add_argument("--last", type=int)
@@ -244,10 +250,13 @@ async def _verify(args: argparse.Namespace) -> int:
 async def _explain(args: argparse.Namespace) -> int:
     ratings = None if not args.ratings else frozenset(int(r) for r in args.ratings.split(","))
     listing = ListingFilter(args.product_id, args.language, ratings, args.verified_only)
-    page = page_request(args.first, args.after, args.last, args.before)
+    order = Order(args.order)
+    ordering = Ordering.of(order)
+    page = page_request(args.first, args.after, args.last, args.before, ordering=ordering)
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
-        result = await list_comments(TableRef(client, settings.dynamodb_table), listing, page)
+        table = TableRef(client, settings.dynamodb_table)
+        result = await list_comments(table, listing, page, order=order)
     print(result.plan.explain())
     for q in result.executed:
         print(
@@ -256,9 +265,12 @@ async def _explain(args: argparse.Namespace) -> int:
         )
     print(f"  {len(result.comments)} returned, {result.items_read} read, more: {result.has_more}")
     for c in result.comments:
-        print(f"{c.created_at} {c.rating}* {c.language} {c.comment_id} {c.title or ''}")
+        print(
+            f"{c.created_at} {c.rating}* {c.language} {c.helpful} helpful {c.comment_id} "
+            f"{c.title or ''}"
+        )
     if result.positions:
-        print(f"endCursor: {encode_cursor(result.positions[-1])}")
+        print(f"endCursor: {encode_cursor(result.positions[-1], ordering)}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Synthetic but realistic demo data: many products, J-shaped ratings, skewed languages,
 and comments in every part of their life (waiting for a moderator, rejected with a note,
-edited, answered by the merchant, verified purchases)."""
+edited, answered by the merchant, verified purchases, voted helpful)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,8 @@ REJECTIONS = [
         "Not a review of the product: please review it once you have used it.",
     ),
 ]
+# Published comments with helpful votes.
+VOTED_SHARE = 0.35
 # Added by authors who edited their comment later.
 UPDATES = {
     "en": "Update after a month: my rating stands.",
@@ -190,7 +192,17 @@ def lived(comments: Iterable[Comment], rng: random.Random) -> Iterator[Comment]:
                 )
             if rng.random() < REPLY_SHARE[c.rating]:
                 c = replace(c, reply=_reply(c, written, rng))
-            yield c
+            yield _voted(c, rng)
+
+
+def _voted(c: Comment, rng: random.Random) -> Comment:
+    """Helpful votes: most comments none, a long tail with many equal counts; the
+    complaints and the raves draw more of them."""
+    if rng.random() > VOTED_SHARE:
+        return c
+    pull = 2 if c.rating in (1, 5) else 1
+    helpful = min(40, int(rng.paretovariate(1.3) * pull))
+    return replace(c, helpful=helpful, not_helpful=rng.choice([0, 0, 0, 1, 2]))
 
 
 def _later(moment: datetime, days: float, rng: random.Random) -> str:

@@ -20,8 +20,8 @@ from typing import Any
 from storage import keys, stats
 from storage.errors import InvalidInput, StorageUnavailable
 from storage.expressions import Attr, put_request
-from storage.items import comment_to_item, number
-from storage.model import Comment, Status
+from storage.items import VOTE_ATTR, comment_to_item, number
+from storage.model import Comment, Status, Vote
 from storage.reads import batch_get_counts, batch_get_items
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
@@ -94,6 +94,7 @@ async def load_new_products(
         )
     )
     whole = _stats_items(comments) + [_slot_item(s, n) for s, n in sorted(slots.items())]
+    whole += [vote for c in comments for vote in vote_items(c)]
     for start in range(0, len(whole), BATCH_WRITE_MAX):
         items = whole[start : start + BATCH_WRITE_MAX]
         await _write(table, [{"PutRequest": {"Item": item}} for item in items], backoff)
@@ -128,6 +129,22 @@ async def _write_pending(table: TableRef, chunk: Sequence[Comment], backoff: Bac
             raise InvalidInput("comments being loaded exist already")
         await backoff.sleep(attempt)  # conflict or throttling: nothing was written
     raise StorageUnavailable("storage kept cancelling the PENDING comments' writes")
+
+
+def vote_items(c: Comment) -> list[Item]:
+    """The vote items behind a loaded comment's helpful counts (voters ``bulk-voter-<n>``,
+    no one's real id), so that the counts equal its votes as the write path keeps them."""
+    verdicts = [Vote.HELPFUL] * c.helpful + [Vote.NOT_HELPFUL] * c.not_helpful
+    pk = {"S": keys.comment_pk(c.comment_id)}
+    return [
+        {
+            "PK": pk,
+            "SK": {"S": keys.vote_sk(f"bulk-voter-{n}")},
+            VOTE_ATTR: {"S": verdict.value},
+            "votedAt": {"S": c.created_at},
+        }
+        for n, verdict in enumerate(verdicts)
+    ]
 
 
 def _slot_key(slot: Slot) -> Item:

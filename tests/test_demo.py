@@ -46,6 +46,11 @@ def test_the_demo_has_comments_in_every_part_of_their_life() -> None:
     assert any(r.edited_at is not None for r in replied)
     # Only published comments are answered; only they are edited in the demo.
     assert all(c.reply is None and c.edited_at is None for c in pending + rejected)
+    # Helpful votes for the most helpful order: many equal counts, and unvoted comments.
+    helpful = [c.helpful for c in published]
+    assert 0 in helpful
+    assert len({h for h in helpful if h}) > 3
+    assert len(helpful) - len(set(helpful)) > len(helpful) // 2
 
 
 @pytest.fixture(scope="module")
