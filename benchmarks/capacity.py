@@ -119,7 +119,9 @@ def item_role(key: Item) -> str:
     """What an item of the table is, from its key (for the report)."""
     pk, sk = key["PK"]["S"], key["SK"]["S"]
     if pk.startswith(keys.COMMENT_PREFIX):
-        return "report" if sk.startswith(keys.REPORT_PREFIX) else "comment"
+        if sk.startswith(keys.REPORT_PREFIX):
+            return "report"
+        return "vote" if sk.startswith(keys.VOTE_PREFIX) else "comment"
     if pk.startswith(keys.PRODUCT_PREFIX):
         return "stats (all)" if sk == keys.STATS_ALL else "stats (language)"
     if pk.startswith(keys.AUTHOR_PREFIX):

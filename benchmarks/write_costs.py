@@ -17,7 +17,7 @@ from itertools import count
 from typing import Any
 
 from benchmarks.capacity import Account, CapacityProbe
-from storage.model import Comment, ModerationMode, NewComment
+from storage.model import Comment, ModerationMode, NewComment, Vote
 from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, create_comment
 from storage.writes.delete import delete_comment
@@ -25,6 +25,7 @@ from storage.writes.edit import Edit, edit_comment
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.reply import delete_reply, reply_to_comment
 from storage.writes.reports import report_comment
+from storage.writes.votes import vote_helpful
 
 PRODUCT = "cost-product"
 # A typical review: a short title and a body of a few sentences (the item is then about
@@ -123,7 +124,17 @@ def transitions(authors: Authors) -> list[Transition]:
 
         return setup
 
+    def vote(before: Vote | None, after: Vote | None) -> Setup:
+        async def setup(table: TableRef) -> Measured:
+            c = await made(table)
+            if before is not None:
+                await vote_helpful(table, c.comment_id, voter="fan", vote=before)
+            return lambda t: vote_helpful(t, c.comment_id, voter="fan", vote=after)
+
+        return setup
+
     post, pre = ModerationMode.POST, ModerationMode.PRE
+    helpful, unhelpful = Vote.HELPFUL, Vote.NOT_HELPFUL
     return [
         Transition("create, POST, rating 3", "create", create(3, post)),
         Transition("create, POST, rating 5", "create", create(5, post)),
@@ -148,6 +159,10 @@ def transitions(authors: Authors) -> list[Transition]:
         Transition("delete_reply", "reply", unreply),
         Transition("delete", "delete", delete(0)),
         Transition("delete, with 2 reports", "delete", delete(2)),
+        Transition("vote helpful", "vote", vote(None, helpful)),
+        Transition("vote not helpful", "vote", vote(None, unhelpful)),
+        Transition("vote changed", "vote", vote(helpful, unhelpful)),
+        Transition("vote withdrawn", "vote", vote(helpful, None)),
     ]
 
 
