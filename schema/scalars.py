@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NewType
 
 import strawberry
+from graphql import GraphQLError
 from strawberry.types.scalar import ScalarDefinition
 
 from storage import keys
@@ -14,12 +15,14 @@ DateTime = NewType("DateTime", str)
 
 
 def _parse_datetime(value: object) -> DateTime:
+    # A GraphQLError is the client's mistake (BAD_USER_INPUT); any other exception raised
+    # while coercing an input would reach clients as an internal error.
     if not isinstance(value, str):
-        raise ValueError("DateTime must be a string such as 2026-11-21T19:00:00.000Z")
+        raise GraphQLError("DateTime must be a string such as 2026-11-21T19:00:00.000Z")
     try:
         keys.parse_timestamp(value)
     except ValueError as exc:
-        raise ValueError("DateTime must look like 2026-11-21T19:00:00.000Z (UTC, ms)") from exc
+        raise GraphQLError("DateTime must look like 2026-11-21T19:00:00.000Z (UTC, ms)") from exc
     return DateTime(value)
 
 

@@ -487,3 +487,30 @@ async def test_helpful_votes_per_role(setup: tuple[Api, Api, TableRef]) -> None:
     assert hidden["userErrors"] == [{"field": ["input", "id"], "code": "NOT_FOUND"}]
     refused = await vote("moderator", waiting, "HELPFUL")
     assert refused["userErrors"] == [{"field": ["input", "id"], "code": "FORBIDDEN"}]
+
+
+@pytest.mark.parametrize(
+    "revised", ["2026-01-09T12:48:49.013641+00:00", "yesterday", "2026-02-30T00:00:00.000Z"]
+)
+async def test_a_malformed_revision_is_bad_input(
+    setup: tuple[Api, Api, TableRef], revised: str
+) -> None:
+    post, _, _ = setup
+    literal = (
+        'mutation {{ moderateComment(input: {{id: "{}", decision: APPROVE, revisedAt: "{}"}}) '
+        "{{ userErrors {{ code }} }} }}".format("0" * 32, revised)
+    )
+    variable = (
+        "mutation($i: ModerateCommentInput!) { moderateComment(input: $i) { userErrors { code } } }"
+    )
+    for body in (
+        await post.gql(literal, None, ROLES["moderator"]),
+        await post.gql(
+            variable,
+            {"i": {"id": "0" * 32, "decision": "APPROVE", "revisedAt": revised}},
+            ROLES["moderator"],
+        ),
+    ):
+        (error,) = body["errors"]
+        assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+        assert "DateTime" in error["message"]

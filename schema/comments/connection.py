@@ -33,9 +33,9 @@ class PlanStrategy(enum.Enum):
     BY_LANG_AND_RATING = "BY_LANG_AND_RATING"
     FAN_OUT = "FAN_OUT"
     FILTERED_SCAN_OF_INDEX = "FILTERED_SCAN_OF_INDEX"
+    IN_TURN = "IN_TURN"
     BY_AUTHOR = "BY_AUTHOR"
     MODERATION_QUEUE = "MODERATION_QUEUE"
-    IN_TURN = "IN_TURN"
 
 
 @strawberry.type(name="PlannedQuery", description="One storage query issued for a page.")
