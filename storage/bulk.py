@@ -27,10 +27,10 @@ from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.types import Item
 from storage.writes import counters
+from storage.writes.batch import BATCH_WRITE_MAX, batch_write
 from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
 from storage.writes.transaction import CallBudget, Part, transact
 
-BATCH_WRITE_MAX = 25
 # PENDING comments per transaction, beside the queue count's update: well under the 100
 # actions and 4 MB a transaction may hold, with comments of up to about 43 KB.
 PENDING_PER_TRANSACTION = 25
@@ -89,7 +89,7 @@ async def load_new_products(
     )
     await asyncio.gather(
         *(
-            write(chunk, _write(table, _puts(chunk), backoff))
+            write(chunk, batch_write(table, _puts(chunk), backoff))
             for chunk in chunks(others, BATCH_WRITE_MAX)
         )
     )
@@ -97,7 +97,7 @@ async def load_new_products(
     whole += [vote for c in comments for vote in vote_items(c)]
     for start in range(0, len(whole), BATCH_WRITE_MAX):
         items = whole[start : start + BATCH_WRITE_MAX]
-        await _write(table, [{"PutRequest": {"Item": item}} for item in items], backoff)
+        await batch_write(table, [{"PutRequest": {"Item": item}} for item in items], backoff)
     return written
 
 
@@ -169,14 +169,3 @@ def _stats_items(comments: Sequence[Comment]) -> list[Item]:
         stats.whole_item(pid, lang, tallies[(pid, lang)])
         for pid, lang in sorted(tallies, key=lambda k: (k[0], k[1] or ""))
     ]
-
-
-async def _write(table: TableRef, requests: list[dict[str, Any]], backoff: Backoff) -> None:
-    pending: dict[str, Any] = {table.name: requests}
-    for attempt in range(1, backoff.attempts + 1):
-        response = await table.client.batch_write_item(RequestItems=pending)
-        pending = response.get("UnprocessedItems") or {}
-        if not pending:
-            return
-        await backoff.sleep(attempt)
-    raise StorageUnavailable("storage kept some writes unprocessed")

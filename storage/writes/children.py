@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from storage import keys
-from storage.errors import StorageUnavailable
 from storage.expressions import Attr, query_request
 from storage.model import Comment
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
-from storage.types import Item
-
-BATCH_WRITE_MAX = 25
+from storage.writes.batch import BATCH_WRITE_MAX, batch_write
 
 
 def has_children(c: Comment) -> bool:
@@ -48,18 +45,10 @@ async def remove_children(
             {"PK": i["PK"], "SK": i["SK"]} for i in response.get("Items", []) if i["SK"]["S"] != pk
         ]
         for start in range(0, len(found), BATCH_WRITE_MAX):
-            await _delete(table, found[start : start + BATCH_WRITE_MAX], backoff)
+            deletes = [
+                {"DeleteRequest": {"Key": k}} for k in found[start : start + BATCH_WRITE_MAX]
+            ]
+            await batch_write(table, deletes, backoff)
         if "LastEvaluatedKey" not in response:
             return
         params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-
-async def _delete(table: TableRef, item_keys: list[Item], backoff: Backoff) -> None:
-    pending: dict[str, Any] = {table.name: [{"DeleteRequest": {"Key": k}} for k in item_keys]}
-    for attempt in range(1, backoff.attempts + 1):
-        response = await table.client.batch_write_item(RequestItems=pending)
-        pending = response.get("UnprocessedItems") or {}
-        if not pending:
-            return
-        await backoff.sleep(attempt)
-    raise StorageUnavailable("storage kept some deletes unprocessed")
