@@ -52,6 +52,28 @@ def gid(type_name: str, node_id: str) -> str:
             1 + 2 * 3,
             2,
         ),
+        # Orders: newest, oldest and most helpful read one partition without a filter; a
+        # rating order reads each rating's partition in turn, priced as a fan-out over them.
+        ('{ product(productId: "p") { comments(orderBy: OLDEST) { totalCount } } }', None, 2, 2),
+        (
+            '{ product(productId: "p") { comments(orderBy: MOST_HELPFUL) { totalCount } } }',
+            None,
+            2,
+            2,
+        ),
+        (
+            '{ product(productId: "p") { comments(orderBy: HIGHEST_RATING) { totalCount } } }',
+            None,
+            1 + 2 * 5,
+            2,
+        ),
+        (
+            'query($o: CommentOrder!) { product(productId: "p") '
+            "{ comments(orderBy: $o, ratings: [1, 2]) { totalCount } } }",
+            {"o": "LOWEST_RATING"},
+            1 + 2 * 2,
+            2,
+        ),
         # Repeated ratings count once (one partition); all five is no filter.
         ('{ product(productId: "p") { comments(ratings: [4, 4]) { totalCount } } }', None, 2, 2),
         (

@@ -111,3 +111,20 @@ async def test_the_viewer_sees_their_vote_in_a_helpful_listing(
     nodes = data["product"]["comments"]["nodes"]
     assert [n["helpfulCount"] for n in nodes] == [2, 2]
     assert [n["viewerVote"] for n in nodes] == ["HELPFUL", "HELPFUL"]
+
+
+@pytest.mark.parametrize("order", list(Order))
+async def test_every_order_runs_within_its_estimated_cost(
+    api: Api, seeded: tuple[str, list[Any]], order: Order
+) -> None:
+    product_id, _ = seeded
+    for after in (None, "deep"):
+        variables: dict[str, Any] = {"p": product_id, "o": order.value, "r": [1, 4, 5]}
+        if after == "deep":
+            first = await api.data(PAGE, variables)
+            variables["a"] = first["product"]["comments"]["pageInfo"]["endCursor"]
+        body = await api.gql(PAGE, variables)
+        assert "errors" not in body, body["errors"]
+        storage, cost = body["extensions"]["storage"], body["extensions"]["cost"]
+        assert 0 < storage["calls"] <= cost["requested"]
+        assert storage["refusedCalls"] == 0
