@@ -61,9 +61,13 @@ AWS_RULES = """\
 WRITE_NOTES = """\
 Reading the tables:
 - Every index projects ALL, so a change of a comment's text (an edit, a reply, a report's
-  count) rewrites its entry in every index it is in: the four listings and `byAuthor`, and
-  the two verified ones for a verified comment. A change of rating or language moves the
-  entries keyed by it (two writes each).
+  count) rewrites its entry in every index it is in: the four listings, their four helpful
+  twins and `byAuthor`, and the two verified ones and their twins for a verified comment.
+  A change of rating or language moves the entries keyed by it (two writes each).
+- A helpful vote changes the comment's helpful key (HSK), so it moves the comment's entry in
+  every helpful twin (two writes each) and rewrites the others; a not-helpful vote keeps
+  the key and only rewrites. The twins are what lets the most helpful order read a page at
+  the same cost at any depth, with every filter.
 - The `S` item of a product with 5-star comments is also its leaderboard entry in
   `byLangAndRating`, so every counter move of such a product rewrites that entry too (one
   index write; two when the 5-star count changes its key).
