@@ -54,8 +54,8 @@ async def test_fuzzing_finds_nothing(server: LiveServer, fuzz_table: TableRef) -
     # Steered ids name real objects (seeded before fuzzing), so these resolve too.
     assert report.accepted["Query.node"] > 0
     assert report.accepted["Mutation.deleteComment"] > 0
-    # Seeded comments by another author are what reports, replies and decisions act on.
-    for mutation in ("reportComment", "replyToComment", "moderateComment"):
+    # Seeded comments by another author are what reports, replies, votes and decisions act on.
+    for mutation in ("reportComment", "replyToComment", "moderateComment", "voteHelpful"):
         assert report.accepted[f"Mutation.{mutation}"] > 0, mutation
     assert "UNAUTHENTICATED" in report.codes
     outcome = await verify(fuzz_table)
