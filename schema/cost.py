@@ -170,8 +170,11 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
                 width = 0  # one partition
             # else: verified only, a rating order (its partitions in turn) or unknown:
             # every rating's partition
-    # An empty page still reads each partition's lookahead item (for hasNextPage).
-    queries = _page_calls(size) * (1 if width <= 1 else ROUNDS * width)
+    # An empty page still reads each partition's lookahead item (for hasNextPage). A
+    # single partition is one read, except in a rating order: there it is read to its
+    # count, and a comment written since the counters were read takes one read more.
+    single = width <= 1 and not (args is not None and _by_rating(args.get("orderBy")))
+    queries = _page_calls(size) * (1 if single else ROUNDS * max(width, 1))
     return FieldCost(1 + queries, 1, Lengths(size, queries))
 
 

@@ -20,9 +20,11 @@ Counters never bound a read: a partition is exhausted only when storage returned
 from what storage returned (the page reads one item more than it returns).
 
 A rating order (``Strategy.IN_TURN``) is no merge but a concatenation: its partitions in
-turn. Round one reads those the plan gave a limit; each later round reads the first
-partition not yet read to its end, by the page's shortfall, until the page is full or
-every partition has ended.
+turn. Round one reads those the plan gave a limit; a later round reads the first partition
+not yet read to its end by the page's shortfall when its rest is unknown (partly read, or
+entered at a cursor), or else as many unread partitions as the shortfall needs at once,
+each to its counter plus one; until the page is full or every partition has ended. A page
+entered at a cursor thus takes two query rounds at most while the counters hold.
 """
 
 from __future__ import annotations
@@ -173,7 +175,7 @@ async def _execute_in_turn(table: TableRef, plan: Plan) -> Page:
         taken, unfinished = _concatenate(parts, plan.want)
         if unfinished is None:
             break
-        requests = [_Request(unfinished, plan.want - len(taken))]
+        requests = _in_turn_requests(parts[parts.index(unfinished) :], plan.want - len(taken))
     else:
         raise StorageUnavailable("storage kept returning empty pages")
     picked = [p.comments[j] for p, j in taken]
@@ -181,6 +183,29 @@ async def _execute_in_turn(table: TableRef, plan: Plan) -> Page:
     has_more = len(picked) > plan.page_size
     picked, positions = picked[: plan.page_size], positions[: plan.page_size]
     return _page(plan, picked, positions, has_more, executed)
+
+
+def _in_turn_requests(parts: list[_Partition], need: int) -> list[_Request]:
+    """The next round of a rating order, from the first partition not read to its end.
+
+    A partition partly read (or entered at a cursor) holds an unknown rest: it alone is
+    read, by the whole shortfall. Partitions not read yet are read from their start, so
+    their counters say how far each reaches: as many as the shortfall needs are read at
+    once, each to its count plus one (storage then says it ended)."""
+    requests: list[_Request] = []
+    for p in parts:
+        if need <= 0:
+            break
+        if p.exhausted:
+            continue
+        count = p.spec.expected_count
+        if p.keys or p.position is not None or count is None:
+            if not requests:
+                requests.append(_Request(p, need))
+            break
+        requests.append(_Request(p, min(need, count + 1)))
+        need -= count
+    return requests
 
 
 def _concatenate(
