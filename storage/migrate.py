@@ -1,8 +1,8 @@
 """Bring an existing table up to the layout of ``storage.indexes``: add the indexes it lacks,
 then give old comments the helpful order's key (``storage.backfill``).
 
-A table made by an earlier ``create-table`` has the four listing indexes only. No item has
-to be rewritten for the new ones: ``byAuthor`` is keyed by the ``author`` attribute every
+A table made by the first ``create-table`` has the four listing indexes only, one made by
+the next the eight without the helpful twins. No item has to be rewritten for the others: ``byAuthor`` is keyed by the ``author`` attribute every
 comment already has (DynamoDB backfills it from the existing items), and the keys of
 ``verifiedByRating``, ``verifiedByLangAndRating`` and ``moderationQueue`` exist only on
 comments written since (verified purchases, PENDING comments), which an older table cannot
