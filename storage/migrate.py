@@ -2,8 +2,9 @@
 then give old comments the helpful order's key (``storage.backfill``).
 
 A table made by the first ``create-table`` has the four listing indexes only, one made by
-the next the eight without the helpful twins. No item has to be rewritten for the others: ``byAuthor`` is keyed by the ``author`` attribute every
-comment already has (DynamoDB backfills it from the existing items), and the keys of
+the next the eight without the helpful twins. No item has to be rewritten for the others:
+``byAuthor`` is keyed by the ``author`` attribute every comment already has (DynamoDB
+backfills it from the existing items), and the keys of
 ``verifiedByRating``, ``verifiedByLangAndRating`` and ``moderationQueue`` exist only on
 comments written since (verified purchases, PENDING comments), which an older table cannot
 hold. DynamoDB builds one index per UpdateTable, so they are added one after another, each
