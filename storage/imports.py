@@ -42,8 +42,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from storage import keys
-from storage.errors import InvalidInput, StorageError, StorageUnavailable, WriteConflict
-from storage.expressions import Attr, Placeholders, put_request
+from storage.errors import InvalidInput, StorageError, WriteConflict
+from storage.expressions import Attr, put_request
 from storage.import_lines import (
     LINE_MAX_BYTES,
     ImportRecord,
@@ -54,6 +54,7 @@ from storage.import_lines import (
 )
 from storage.items import comment_to_item
 from storage.model import Status
+from storage.reads import batch_get_items
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.types import Item
@@ -375,24 +376,13 @@ def _digest_of(record: Item) -> str | None:
 
 async def _records_present(table: TableRef, pks: list[str], backoff: Backoff) -> list[Item]:
     """The import records among ``pks`` that exist, key and digest (strongly consistent)."""
-    p = Placeholders()
-    wanted = p.into(
-        {
-            "Keys": [{"PK": {"S": pk}, "SK": {"S": pk}} for pk in pks],
-            "ProjectionExpression": f"{p.name('PK')}, {p.name(DIGEST_ATTR)}",
-            "ConsistentRead": True,
-        }
+    return await batch_get_items(
+        table,
+        [{"PK": {"S": pk}, "SK": {"S": pk}} for pk in pks],
+        backoff,
+        projection=["PK", DIGEST_ATTR],
+        consistent=True,
     )
-    found: list[Item] = []
-    pending: dict[str, Any] = {table.name: wanted}
-    for attempt in range(1, backoff.attempts + 1):
-        response = await table.client.batch_get_item(RequestItems=pending)
-        found += response.get("Responses", {}).get(table.name, [])
-        pending = response.get("UnprocessedKeys") or {}
-        if not pending:
-            return found
-        await backoff.sleep(attempt)
-    raise StorageUnavailable("storage kept some keys unprocessed")
 
 
 async def _together(calls: list[Coroutine[Any, Any, None]]) -> None:

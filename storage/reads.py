@@ -10,7 +10,7 @@ from typing import Any
 from storage import keys
 from storage.errors import InvalidPageRequest, StorageUnavailable
 from storage.executor import Page, execute
-from storage.expressions import Attr, get_request, query_request
+from storage.expressions import Attr, Placeholders, get_request, query_request
 from storage.indexes import SORT_KEY, Index
 from storage.items import comment_key, item_to_comment, number
 from storage.model import Comment, ListingFilter, Order, PageRequest, RatingCounts
@@ -90,18 +90,37 @@ async def batch_get_comments(
 
 
 async def batch_get_items(
-    table: TableRef, item_keys: list[Item], backoff: Backoff = DEFAULT_BACKOFF
+    table: TableRef,
+    item_keys: list[Item],
+    backoff: Backoff = DEFAULT_BACKOFF,
+    *,
+    projection: Sequence[str] = (),
+    consistent: bool = False,
 ) -> list[Item]:
-    """The items of these keys that exist, in no particular order: BatchGetItem in chunks
-    of 100, retrying unprocessed keys with backoff."""
+    """The items of these keys that exist, in no particular order (only ``projection``'s
+    attributes when given): BatchGetItem in chunks of 100, retrying unprocessed keys with
+    backoff."""
     chunks = [item_keys[i : i + BATCH_GET_MAX] for i in range(0, len(item_keys), BATCH_GET_MAX)]
-    results = await asyncio.gather(*(_batch_chunk(table, c, backoff) for c in chunks))
+    requests = [_batch_request(c, projection, consistent) for c in chunks]
+    results = await asyncio.gather(*(_batch_chunk(table, r, backoff) for r in requests))
     return [item for chunk in results for item in chunk]
 
 
-async def _batch_chunk(table: TableRef, chunk: list[Item], backoff: Backoff) -> list[Item]:
+def _batch_request(
+    keys_: list[Item], projection: Sequence[str], consistent: bool
+) -> dict[str, Any]:
+    request: dict[str, Any] = {"Keys": keys_}
+    if projection:
+        p = Placeholders()
+        request = p.into({**request, "ProjectionExpression": ", ".join(map(p.name, projection))})
+    if consistent:
+        request["ConsistentRead"] = True
+    return request
+
+
+async def _batch_chunk(table: TableRef, request: dict[str, Any], backoff: Backoff) -> list[Item]:
     found: list[Item] = []
-    pending: dict[str, Any] = {table.name: {"Keys": chunk}}
+    pending: dict[str, Any] = {table.name: request}
     for attempt in range(1, backoff.attempts + 1):
         response = await table.client.batch_get_item(RequestItems=pending)
         found.extend(response.get("Responses", {}).get(table.name, []))
