@@ -37,7 +37,7 @@ from storage.errors import StorageUnavailable
 from storage.expressions import Attr, Condition, all_of, query_request
 from storage.items import VERIFIED_ATTR, item_to_comment
 from storage.model import Comment, Direction
-from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit
+from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit, in_turn_limits
 from storage.retry import gather_reads
 from storage.table import TableRef
 from storage.types import Response
@@ -192,20 +192,9 @@ def _in_turn_requests(parts: list[_Partition], need: int) -> list[_Request]:
     read, by the whole shortfall. Partitions not read yet are read from their start, so
     their counters say how far each reaches: as many as the shortfall needs are read at
     once, each to its count plus one (storage then says it ended)."""
-    requests: list[_Request] = []
-    for p in parts:
-        if need <= 0:
-            break
-        if p.exhausted:
-            continue
-        count = p.spec.expected_count
-        if p.keys or p.position is not None or count is None:
-            if not requests:
-                requests.append(_Request(p, need))
-            break
-        requests.append(_Request(p, min(need, count + 1)))
-        need -= count
-    return requests
+    unended = [p for p in parts if not p.exhausted]
+    rests = [None if p.keys or p.position is not None else p.spec.expected_count for p in unended]
+    return [_Request(p, n) for p, n in zip(unended, in_turn_limits(rests, need), strict=False)]
 
 
 def _concatenate(

@@ -465,16 +465,28 @@ def _plan_in_turn(
             keys.rating_pk(pid, rating) if lang is None else keys.lang_rating_pk(pid, lang, rating)
         )
 
-    queries = []
-    need = want
-    for rating in live:
-        count = counts.count(rating)
-        if need <= 0:
-            limit = 0  # read only if the ones before hold fewer than counted
-        elif rating == at:
-            limit, need = need, 0  # an unknown rest: nothing after it this round
-        else:
-            limit = min(need, count + 1)
-            need -= count
-        queries.append(PlannedQuery(index, pk(rating), limit, count, rating))
+    # The cursor's partition holds an unknown rest; the others are read from their start.
+    rests = [None if r == at else counts.count(r) for r in live]
+    limits = in_turn_limits(rests, want)
+    queries = [
+        PlannedQuery(index, pk(r), limits[n] if n < len(limits) else 0, counts.count(r), r)
+        for n, r in enumerate(live)
+    ]
     return replace(base, strategy=Strategy.IN_TURN, queries=tuple(queries))
+
+
+def in_turn_limits(rests: list[int | None], need: int) -> list[int]:
+    """Limits of one round of a rating order over partitions in turn, given what each
+    still holds (None: unknown). A partition of known size is read to its count plus one
+    (storage then says it ended) and the next takes the rest of the need; one of unknown
+    rest takes the whole need and ends the round. The list ends where the round does."""
+    limits = []
+    for rest in rests:
+        if need <= 0:
+            break
+        if rest is None:
+            limits.append(need)
+            break
+        limits.append(min(need, rest + 1))
+        need -= rest
+    return limits
