@@ -239,9 +239,9 @@ def main() -> None:
     json_name = f"{stamp}{'-quick' if args.quick else ''}.json"
     (out_dir / json_name).write_text(json.dumps(results, indent=1) + "\n")
     report.write_chart(results, report.HERE / "chart.png")
-    path = report.write_results_md(results, json_name, "chart.png")
+    path = report.write_results_md(results, json_name, "chart.png", report.newest_extras())
     say(f"wrote {out_dir / json_name}, {path} and chart.png in {results['duration_seconds']} s")
-    for target, measured_value, ok in report.targets(results):
+    for target, measured_value, ok in report.targets(results, report.newest_extras()):
         print(f"  {'met ' if ok else 'MISS'}  {target}: {measured_value}")
 
 

@@ -119,12 +119,14 @@ def make_context(
     moderation: ModerationMode = ModerationMode.POST,
     report_threshold: int = DEFAULT_THRESHOLD,
 ) -> Context:
-    """A fresh context: new meter, new loaders, the app's client and 5-star locks."""
+    """A fresh context: new meter, new loaders; the app's client, 5-star locks and plan
+    memory."""
     meter = Meter()
     table = TableRef(
         MeteredClient(app_table.client, meter),
         app_table.name,
         five_star_locks=app_table.five_star_locks,
+        memory=app_table.memory,
     )
     deadline = asyncio.get_running_loop().time() + storage_timeout
     return Context(

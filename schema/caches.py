@@ -22,16 +22,13 @@ hundreds of megabytes of them piled up between two under load.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from graphql import DocumentNode, Token, parse
 from strawberry.extensions import SchemaExtension
 
-K = TypeVar("K")
-V = TypeVar("V")
+from storage.bounded import BoundedCache
 
 # Charges, from tracemalloc measurements of graphql-core 3.3 documents: a token with its
 # share of the AST takes 150-550 bytes, the text up to 4 bytes a character (and a comment's
@@ -41,42 +38,6 @@ TOKEN_BYTES = 600
 CHAR_BYTES = 8
 # A passed-validation entry: its key (a 32-byte digest and the rules) and dict slot.
 VALIDATED_BYTES = 512
-
-
-class BoundedCache(Generic[K, V]):
-    """A least-recently-used map bounded by the bytes charged for its entries."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def values(self) -> list[V]:
-        return [value for value, _ in self._entries.values()]
-
-    def get(self, key: K) -> V | None:
-        found = self._entries.get(key)
-        if found is None:
-            return None
-        self._entries.move_to_end(key)
-        return found[0]
-
-    def put(self, key: K, value: V, charge: int) -> None:
-        """Keep ``value`` under ``key``, charged ``charge`` bytes; a value charged more than
-        the whole cache is not kept."""
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self.bytes -= old[1]
-        if charge > self.max_bytes:
-            return
-        self._entries[key] = (value, charge)
-        self.bytes += charge
-        while self.bytes > self.max_bytes:
-            _, (_, freed) = self._entries.popitem(last=False)
-            self.bytes -= freed
 
 
 def digest(text: str) -> bytes:

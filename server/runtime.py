@@ -27,6 +27,7 @@ from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import open_client
 from storage.planner import Tuning
+from storage.snapshots import PlanMemory
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from storage.writes import WriteLimits
@@ -115,7 +116,7 @@ async def _open_table(
 ) -> TableRef:
     if client is not None:
         # Storage supplied from outside is the caller's to prepare: no table is created.
-        return TableRef(client, settings.dynamodb_table)
+        return TableRef(client, settings.dynamodb_table, memory=_memory(settings))
     client_settings = settings.client_settings()
     if settings.embedded:
         engine = LocalEngine(data_dir=settings.data_dir)
@@ -124,12 +125,16 @@ async def _open_table(
         client_settings = replace(client_settings, endpoint_url=engine.endpoint_url)
         log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
     opened = await stack.enter_async_context(open_client(client_settings))
-    table = TableRef(opened, settings.dynamodb_table)
+    table = TableRef(opened, settings.dynamodb_table, memory=_memory(settings))
     if settings.creates_table:
         created = await create_table(opened, settings.dynamodb_table)
         if created and settings.seed_demo:
             await _seed_demo(table, settings)
     return table
+
+
+def _memory(settings: Settings) -> PlanMemory:
+    return PlanMemory(settings.plan_memory_bytes)
 
 
 async def _seed_demo(table: TableRef, settings: Settings) -> None:

@@ -16,6 +16,7 @@ from server.http_cache import CachePolicy
 from storage.client import ClientSettings
 from storage.model import ModerationMode
 from storage.planner import DEFAULT_TUNING
+from storage.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY
 from storage.writes import DEFAULT_LIMITS, WriteLimits
 from storage.writes.reports import DEFAULT_THRESHOLD as DEFAULT_REPORT_THRESHOLD
 
@@ -161,6 +162,9 @@ class Settings(StorageSettings, TokenSettings):
     dev_token: bool | None = None
     # Head-room of fan-out reads, in standard deviations (storage.planner.Tuning.z).
     read_headroom: float = Field(default=DEFAULT_TUNING.z, ge=0, le=5)
+    # Bytes of the process's snapshots of counters and page heads (storage.snapshots), by
+    # which a filtered page takes one storage round; 0 turns them off.
+    plan_memory_bytes: int = Field(default=DEFAULT_PLAN_MEMORY, ge=0, le=1 << 30)
     # Per-author write limits, kept in DynamoDB (0 lifts one): comments one author may have
     # on one product, and comments one author may create per clock hour. (0 here is None,
     # no limit, in WriteLimits.)

@@ -29,7 +29,7 @@ entered at a cursor thus takes two query rounds at most while the counters hold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from storage import keys
 from storage import merge as merging
@@ -74,10 +74,24 @@ class Page:
     # Each comment's position in the order read (its key in the index's sort key): what a
     # cursor names.
     positions: tuple[str, ...] = ()
+    # The ratings of every item the merge took, in the order read (the page and the item
+    # past it): what the planner may size the same position's next read by.
+    head: tuple[int, ...] = ()
+    # The listing ended within the head (storage said so for every partition).
+    ended: bool = False
+    # The counters were read in a round of their own before the queries.
+    counts_round: bool = False
+    # The plan made from a snapshot of the counters did not hold, and ran again.
+    corrected: bool = False
 
     @property
     def items_read(self) -> int:
         return sum(q.items_read for q in self.executed)
+
+    @property
+    def storage_rounds(self) -> int:
+        """Sequential storage rounds of the page, the counters' read included."""
+        return self.rounds + self.counts_round
 
     @property
     def capacity_units(self) -> float:
@@ -138,9 +152,11 @@ async def execute(table: TableRef, plan: Plan) -> Page:
         raise StorageUnavailable("storage kept returning empty pages")
     picked = [parts[i].comments[j] for i, j in result.picks]
     positions = [parts[i].keys[j] for i, j in result.picks]
+    head = tuple(c.rating for c in picked)
     has_more = len(picked) > plan.page_size
     picked, positions = picked[: plan.page_size], positions[: plan.page_size]
-    return _page(plan, picked, positions, has_more, executed)
+    page = _page(plan, picked, positions, has_more, executed)
+    return replace(page, head=head, ended=len(head) < plan.want)
 
 
 def _page(

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from storage import keys
 from storage.indexes import SORT_KEY, Index
 from storage.model import Direction, ListingFilter, Order, PageRequest, RatingCounts
+from storage.snapshots import Head
 
 
 class Strategy(enum.Enum):
@@ -65,10 +67,17 @@ class Tuning:
     z: float = 0.25
     # A filtered scan must be estimated at least this much cheaper than a fan-out.
     filtered_advantage: float = 1.0
+    # The head-room of a page planned from counters read in a round of their own (the
+    # process had no snapshot of them): the query round should then be the page's last.
+    cold_z: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.z < 0 or self.filtered_advantage <= 0:
+        if self.z < 0 or self.cold_z < 0 or self.filtered_advantage <= 0:
             raise ValueError("tuning values must be positive")
+
+    def cold(self) -> Tuning:
+        """These knobs for a page that has already waited a round for its counters."""
+        return replace(self, z=max(self.z, self.cold_z))
 
 
 DEFAULT_TUNING = Tuning()
@@ -109,6 +118,8 @@ class Plan:
     order: Order = Order.NEWEST
     # The page is read in the index's order reversed (OLDEST): the executor reverses it.
     reversed: bool = False
+    # The fan-out's limits come from the remembered head of its position (head_limits).
+    head_sized: bool = False
 
     @property
     def index(self) -> Index | None:
@@ -166,6 +177,8 @@ class Plan:
             )
         if self.skipped_ratings:
             lines.append(f"  skipped ratings {list(self.skipped_ratings)}: count is zero")
+        if self.head_sized:
+            lines.append("  limits from the items this process last read at this position")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -282,25 +295,34 @@ def plan_listing(
     stats: RatingCounts,
     tuning: Tuning = DEFAULT_TUNING,
     order: Order = Order.NEWEST,
+    head: Head | None = None,
 ) -> Plan:
     """Choose index, partitions and limits for one page; pure, deterministic.
 
     ``verified_only`` reads the verified indexes, sized and skipped by the verified
     counters exactly as ratings are by the counters of all comments; with no rating
     filter it is a fan-out over the five ratings (those counted zero skipped).
+
+    ``head`` is what followed the page's position when it was last read under these
+    counters (``storage.snapshots``): a fan-out is then sized by ``head_limits`` instead of
+    head-room.
     """
     if stats.product_id != listing.product_id or stats.language != listing.language:
         raise ValueError("stats must be those of the listing's product and language")
     if order.by_rating:
         return _plan_in_turn(listing, page, stats, order)
-    return _in_order(_plan_newest(listing, _oriented(page, order), stats, tuning), order)
+    return _in_order(_plan_newest(listing, _oriented(page, order), stats, tuning, head), order)
 
 
 def _plan_newest(
-    listing: ListingFilter, page: PageRequest, stats: RatingCounts, tuning: Tuning
+    listing: ListingFilter,
+    page: PageRequest,
+    stats: RatingCounts,
+    tuning: Tuning,
+    head: Head | None,
 ) -> Plan:
     if listing.verified_only:
-        return _plan_verified(listing, page, stats, tuning)
+        return _plan_verified(listing, page, stats, tuning, head)
     pid, lang = listing.product_id, listing.language
     requested = listing.ratings  # None: every rating (naming all five was normalised away)
     matching = stats.matching(requested)
@@ -337,11 +359,12 @@ def _plan_newest(
 
     # Several ratings left: a proportioned fan-out, or one filtered query if that is cheaper.
     index = Index.BY_RATING if lang is None else Index.BY_LANG_AND_RATING
+    exact = None if head is None else head_limits(head, live, want)
     fan_out = []
     for rating in live:
         count = stats.count(rating)
         pk = keys.rating_pk(pid, rating) if lang is None else keys.lang_rating_pk(pid, lang, rating)
-        limit = min(count + 1, proportioned_limit(want, count / matching, tuning.z))
+        limit = _fan_out_limit(rating, count, matching, want, tuning, exact)
         fan_out.append(PlannedQuery(index, pk, limit, count, rating))
     fan_out_cost = sum(q.limit for q in fan_out)
 
@@ -360,11 +383,67 @@ def _plan_newest(
             filter_ratings=live,
             match_fraction=fraction,
         )
-    return replace(base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped)
+    return replace(
+        base,
+        strategy=Strategy.FAN_OUT,
+        queries=tuple(fan_out),
+        skipped_ratings=skipped,
+        head_sized=exact is not None,
+    )
+
+
+def _fan_out_limit(
+    rating: int,
+    count: int,
+    matching: int,
+    want: int,
+    tuning: Tuning,
+    exact: dict[int, int] | None,
+) -> int:
+    """A fan-out query's first-round limit: from the remembered head when there is one,
+    else its share of the page plus head-room; never more than its count plus one."""
+    if exact is not None:
+        return min(count + 1, max(1, exact[rating]))
+    return min(count + 1, proportioned_limit(want, count / matching, tuning.z))
+
+
+def head_limits(head: Head, ratings: Sequence[int], want: int) -> dict[int, int] | None:
+    """Limits that read a page whole in one round, from what followed its position.
+
+    Each partition is read for the items the page takes from it plus one: that one lies
+    past the page, so the merge knows the partition holds nothing more the page needs. The
+    partition of the page's last item (the one that tells whether more exists) needs no
+    extra. None when the head is too short to say (it did not reach a page of ``want``).
+    A stale head only misjudges: the executor still tops up what falls short.
+    """
+    if len(head.ratings) >= want:
+        taken = head.ratings[:want]
+        last = taken[-1]
+        return {r: taken.count(r) + (r != last) for r in ratings}
+    if head.ended:
+        # The listing ended within the head: each partition to its end (storage says so).
+        return {r: head.ratings.count(r) + 1 for r in ratings}
+    return None
+
+
+def plan_holds(plan: Plan, fresh: RatingCounts) -> bool:
+    """Whether a plan made from a snapshot of the counters holds under the fresh ones.
+
+    Counters only size a plan's queries, which the executor certifies from what storage
+    returns, except where the plan reads nothing: a rating it skipped as counted zero. The
+    plan holds unless such a rating has comments now (then it must run again from the
+    fresh counters).
+    """
+    counts = fresh.only_verified() if plan.verified_only else fresh
+    return all(counts.count(r) == 0 for r in plan.skipped_ratings)
 
 
 def _plan_verified(
-    listing: ListingFilter, page: PageRequest, stats: RatingCounts, tuning: Tuning
+    listing: ListingFilter,
+    page: PageRequest,
+    stats: RatingCounts,
+    tuning: Tuning,
+    head: Head | None,
 ) -> Plan:
     """Verified purchases only: the verified counters play the part of the counts; their
     partitions hold exactly the matching comments, so every read item is a match."""
@@ -395,10 +474,11 @@ def _plan_verified(
         (rating,) = live
         q = PlannedQuery(index, pk(rating), want, verified.count(rating), rating)
         return replace(base, strategy=strategy, queries=(q,), skipped_ratings=skipped)
+    exact = None if head is None else head_limits(head, live, want)
     fan_out = []
     for rating in live:
         count = verified.count(rating)
-        limit = min(count + 1, proportioned_limit(want, count / matching, tuning.z))
+        limit = _fan_out_limit(rating, count, matching, want, tuning, exact)
         fan_out.append(PlannedQuery(index, pk(rating), limit, count, rating))
     fan_out_cost = sum(q.limit for q in fan_out)
     # The alternative: the product's (or language's) listing read with a filter on
@@ -418,7 +498,13 @@ def _plan_verified(
             filter_ratings=live if requested is not None else (),
             match_fraction=fraction,
         )
-    return replace(base, strategy=Strategy.FAN_OUT, queries=tuple(fan_out), skipped_ratings=skipped)
+    return replace(
+        base,
+        strategy=Strategy.FAN_OUT,
+        queries=tuple(fan_out),
+        skipped_ratings=skipped,
+        head_sized=exact is not None,
+    )
 
 
 def _plan_in_turn(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,14 +16,17 @@ from storage.items import comment_key, item_to_comment, number
 from storage.model import Comment, ListingFilter, Order, PageRequest, RatingCounts
 from storage.planner import (
     DEFAULT_TUNING,
+    Strategy,
     Tuning,
     needs_stats,
     plan_author,
+    plan_holds,
     plan_listing,
     plan_queue,
     plan_unfiltered,
 )
 from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
+from storage.snapshots import HeadKey
 from storage.stats import (
     LEADER_ATTR,
     LEADER_SORT_ATTR,
@@ -70,7 +73,10 @@ async def batch_get_counts(
         table, [stats_key(p, lang) for p, lang in dict.fromkeys(normal)], backoff
     )
     by_key = {scope_of(i): i for i in found}
-    return [item_to_counts(p, lang, by_key.get((p, lang))) for p, lang in normal]
+    counts = [item_to_counts(p, lang, by_key.get((p, lang))) for p, lang in normal]
+    # Every read of the counters refreshes the process's snapshot of them.
+    table.memory.remember_counts(counts)
+    return counts
 
 
 async def batch_get_comments(
@@ -151,6 +157,63 @@ async def list_comments(
     if stats is None:
         stats = await get_counts(table, listing.product_id, listing.language)
     return await execute(table, plan_listing(listing, page, stats, tuning, order))
+
+
+async def read_listing(
+    table: TableRef,
+    listing: ListingFilter,
+    page: PageRequest,
+    counts: Callable[[], Awaitable[RatingCounts]],
+    *,
+    tuning: Tuning = DEFAULT_TUNING,
+    order: Order = Order.NEWEST,
+) -> tuple[RatingCounts, Page]:
+    """One page of a product's comments in ``order``, exactly as filtered, and the counters
+    of its scope (``counts`` reads them: the API's loader, which batches them); in one storage
+    round whenever this process has a snapshot of the counters.
+
+    A page planned from the counters is planned from the snapshot while ``counts`` runs
+    alongside its queries; when the fresh counters show that the plan skipped a rating
+    that has comments now, it runs again from them (a correction round). Without a
+    snapshot the counters are read first, as ``list_comments`` does. The page's head is
+    remembered for the next read of the same position (``storage.snapshots``).
+    """
+    if not needs_stats(listing, order):
+        fresh, read = await asyncio.gather(
+            counts(), execute(table, plan_unfiltered(listing, page, order))
+        )
+        return fresh, read
+    memory = table.memory
+    key = HeadKey(listing, order, page.direction, page.position)
+    snapshot = memory.counts(listing.product_id, listing.language)
+    if snapshot is None:
+        fresh = await counts()
+        plan = plan_listing(listing, page, fresh, tuning.cold(), order, memory.head(key, fresh))
+        read = replace(await execute(table, plan), counts_round=True)
+    else:
+        plan = plan_listing(listing, page, snapshot, tuning, order, memory.head(key, snapshot))
+        fresh, read = await asyncio.gather(counts(), execute(table, plan))
+        if not plan_holds(plan, fresh):
+            again = plan_listing(listing, page, fresh, tuning, order, memory.head(key, fresh))
+            read = _corrected(read, await execute(table, again))
+    if read.plan.strategy in _HEADED:
+        memory.remember_head(key, read.head, read.ended, fresh)
+    return fresh, read
+
+
+# The plans whose limits a remembered head can size: several partitions (or one filtered).
+_HEADED = (Strategy.FAN_OUT, Strategy.FILTERED_SCAN_OF_INDEX)
+
+
+def _corrected(first: Page, again: Page) -> Page:
+    """The page read again, charged with the reads of the attempt before it."""
+    shifted = tuple(replace(q, round=q.round + first.rounds) for q in again.executed)
+    return replace(
+        again,
+        executed=first.executed + shifted,
+        counts_round=first.counts_round,
+        corrected=True,
+    )
 
 
 async def author_comments(table: TableRef, author_id: str, page: PageRequest) -> Page:

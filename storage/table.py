@@ -10,6 +10,7 @@ from storage.errors import StorageUnavailable, TableInUse
 from storage.indexes import TTL_ATTR, Index, table_definition, validate_table_name
 from storage.locks import KeyedLocks
 from storage.seam import at_seam
+from storage.snapshots import PlanMemory
 from storage.types import DynamoClient
 
 
@@ -20,6 +21,8 @@ class TableRef:
     Made once per application lifespan, next to the client. ``five_star_locks`` lets the
     writes of one process that change the same product's 5-star count take turns instead
     of racing (the conditions in the transactions still guard against other processes).
+    ``memory`` holds the process's snapshots of counters and page heads, by which pages are
+    planned to take one storage round (``storage.snapshots``).
 
     The client is put behind the seam (``storage.seam``) on creation: every call storage
     makes goes through ``table.client``, so every engine failure leaves as a storage error.
@@ -28,6 +31,7 @@ class TableRef:
     client: DynamoClient
     name: str
     five_star_locks: KeyedLocks = field(default_factory=KeyedLocks, compare=False, repr=False)
+    memory: PlanMemory = field(default_factory=PlanMemory, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "client", at_seam(self.client))

@@ -20,9 +20,10 @@ from storage.model import (
     NewComment,
     Order,
     PageRequest,
+    RatingCounts,
     Status,
 )
-from storage.reads import list_comments
+from storage.reads import get_counts, read_listing
 from storage.retry import Backoff
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient, Response
@@ -121,13 +122,21 @@ async def walk(
     order: Order = Order.NEWEST,
 ) -> tuple[list[Comment], list[int]]:
     """Every page in one direction, through encoded cursors; returns comments in listing order
-    and the page lengths. Asserts has_more agrees with whether another page follows."""
+    and the page lengths. Asserts has_more agrees with whether another page follows.
+
+    Pages are read as the API reads them (``read_listing``): planned from the table's
+    snapshot of the counters where it has one, which earlier steps of a test may have left
+    stale on purpose."""
     out: list[list[Comment]] = []
     position: str | None = None
     ordering = Ordering.of(order)
+
+    async def counts() -> RatingCounts:
+        return await get_counts(table, listing.product_id, listing.language)
+
     while True:
         request = PageRequest(size, direction, position)
-        page = await list_comments(table, listing, request, order=order)
+        _, page = await read_listing(table, listing, request, counts, order=order)
         if on_page is not None:
             on_page(page)
         out.append(list(page.comments))

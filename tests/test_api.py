@@ -25,6 +25,7 @@ from tests.helpers import (
     own_product_id,
     own_table,
     seed_mixed,
+    stamp,
 )
 
 CREATE = """
@@ -838,3 +839,29 @@ async def test_one_mutation_per_request_so_no_write_hides_behind_a_failed_one(
         token(),
     )
     assert one["a"]["created"] is True
+
+
+async def test_a_filtered_page_asked_again_takes_one_storage_round(
+    api: Api, table: TableRef, product_id: str
+) -> None:
+    # The process's memory of counters and heads outlives a request: the first request
+    # for the product waits for its counters, the same page asked again does not.
+    ratings = [1, 2, 3, 5]
+    await create_many(
+        table,
+        (
+            NewComment(product_id, "en", ratings[n % 4], f"c{n}", f"u{n}", created_at=stamp(n))
+            for n in range(30)
+        ),
+    )
+    query = """query($pid: ID!) { product(productId: $pid) {
+        comments(ratings: [1, 2, 3], first: 5) {
+          totalCount nodes { commentId } plan { strategy itemsRead rounds storageRounds } } } }"""
+    first = (await api.data(query, {"pid": product_id}))["product"]["comments"]
+    again = (await api.data(query, {"pid": product_id}))["product"]["comments"]
+    assert first["plan"]["storageRounds"] == first["plan"]["rounds"] + 1
+    assert again["plan"]["storageRounds"] == 1
+    assert again["nodes"] == first["nodes"]
+    assert again["totalCount"] == first["totalCount"] == sum(1 for n in range(30) if n % 4 != 3)
+    # The page (5), the item past it, and one past the page from each other partition.
+    assert again["plan"]["itemsRead"] == 6 + 2

@@ -10,12 +10,12 @@ from graphql import DocumentNode, Token, parse
 from schema import build_schema
 from schema.caches import (
     VALIDATED_BYTES,
-    BoundedCache,
     DocumentCaches,
     count_tokens,
     document_charge,
 )
 from schema.garbage import LARGE_REQUEST, LargeRequestCollector, approximate_size
+from storage.bounded import BoundedCache
 
 
 def padded(n: int, size: int) -> str:

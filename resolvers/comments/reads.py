@@ -14,8 +14,7 @@ from storage import keys
 from storage.cursor import Ordering
 from storage.executor import Page
 from storage.model import Comment, Direction, ListingFilter, Order, PageRequest
-from storage.planner import needs_stats
-from storage.reads import author_comments, author_total, list_comments, queue_length
+from storage.reads import author_comments, author_total, queue_length, read_listing
 from storage.reads import moderation_queue as read_queue
 
 
@@ -51,17 +50,19 @@ async def comments(
     )
     ordering = Ordering.of(order)
     request = page_request(first, after, last, before, ordering=ordering)
-    if not needs_stats(listing, order):
-        # One partition whatever the counts: read the page while the loader reads them.
-        stats, page = await asyncio.gather(
-            counts(ctx, listing.product_id, listing.language),
-            ctx.storage(list_comments(ctx.table, listing, request, order=order)),
+    # The counters come through the request's loader (one read for every product and
+    # language of the request), alongside the page's queries where storage can plan
+    # without waiting for them.
+    stats, page = await ctx.storage(
+        read_listing(
+            ctx.table,
+            listing,
+            request,
+            lambda: counts(ctx, listing.product_id, listing.language),
+            tuning=ctx.tuning,
+            order=order,
         )
-    else:
-        stats = await counts(ctx, listing.product_id, listing.language)
-        page = await ctx.storage(
-            list_comments(ctx.table, listing, request, stats=stats, tuning=ctx.tuning, order=order)
-        )
+    )
     if verified_only:
         stats = stats.only_verified()
     total = stats.matching(listing.ratings)

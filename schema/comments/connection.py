@@ -83,7 +83,14 @@ class QueryPlan:
     items_read: int = strawberry.field(
         description="Items storage read to build this page (the page itself included)."
     )
-    rounds: int = strawberry.field(description="Sequential rounds of queries (0 to 2).")
+    rounds: int = strawberry.field(
+        description="Sequential rounds of queries (0 to 2; more when a plan made from the "
+        "process's snapshot of the counters had to run again)."
+    )
+    storage_rounds: int = strawberry.field(
+        description="Sequential storage rounds of the page, the counters' read included "
+        "when the page waited for it (the process had no snapshot of them yet)."
+    )
     read_capacity_units: float = strawberry.field(
         description="Read capacity the page's queries consumed."
     )
@@ -99,6 +106,7 @@ class QueryPlan:
             skipped_ratings=list(plan.skipped_ratings),
             items_read=page.items_read,
             rounds=page.rounds,
+            storage_rounds=page.storage_rounds,
             read_capacity_units=page.capacity_units,
             explain=plan.explain(),
         )

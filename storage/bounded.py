@@ -1,0 +1,46 @@
+"""A least-recently-used map bounded by the bytes charged for its entries (every cache and
+memo of the project: parsed documents, persisted queries, the planner's memory)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BoundedCache(Generic[K, V]):
+    """A least-recently-used map bounded by the bytes charged for its entries."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def values(self) -> list[V]:
+        return [value for value, _ in self._entries.values()]
+
+    def get(self, key: K) -> V | None:
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: K, value: V, charge: int) -> None:
+        """Keep ``value`` under ``key``, charged ``charge`` bytes; a value charged more than
+        the whole cache is not kept."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        if charge > self.max_bytes:
+            return
+        self._entries[key] = (value, charge)
+        self.bytes += charge
+        while self.bytes > self.max_bytes:
+            _, (_, freed) = self._entries.popitem(last=False)
+            self.bytes -= freed
