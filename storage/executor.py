@@ -29,6 +29,7 @@ entered at a cursor thus takes two query rounds at most while the counters hold.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from storage import keys
@@ -121,10 +122,20 @@ class _Request:
     until: str | None = None
 
 
-async def execute(table: TableRef, plan: Plan) -> Page:
+# Called once round one is read, with the plan made from a snapshot of the counters: the
+# plan to go on with (itself, or extended by planner.extend_plan once the fresh counters
+# are in).
+Recheck = Callable[[], Awaitable[Plan]]
+
+
+async def execute(table: TableRef, plan: Plan, recheck: Recheck | None = None) -> Page:
     """Read one page as planned; the page is full unless fewer items match."""
+    planned = plan
+    if recheck is not None and not plan.queries:
+        # Nothing to read by the snapshot: the fresh counters may say otherwise.
+        plan, recheck = await recheck(), None
     if plan.strategy is Strategy.IN_TURN:
-        return await _execute_in_turn(table, plan)
+        return _marked(await _execute_in_turn(table, plan, recheck), planned)
     parts = [_Partition(q, position=plan.position) for q in plan.queries]
     executed: list[ExecutedQuery] = []
     descending = plan.direction is Direction.FORWARD
@@ -136,6 +147,15 @@ async def execute(table: TableRef, plan: Plan) -> Page:
         responses = await gather_reads([_query(table, plan, r) for r in requests])
         for request, response in zip(requests, responses, strict=True):
             executed.append(_absorb(request, response, round_no))
+        if recheck is not None:
+            extended, recheck = await recheck(), None
+            if extended is not plan:
+                # The partitions of skipped ratings that have comments now: read next,
+                # before any top-up, which then sees every partition.
+                parts, added = _extend(parts, extended)
+                plan = extended
+                requests = [_Request(p, p.spec.limit) for p in added]
+                continue
         result = merging.merge(
             [merging.Stream(p.keys, p.exhausted, p.bound) for p in parts],
             plan.want,
@@ -156,7 +176,30 @@ async def execute(table: TableRef, plan: Plan) -> Page:
     has_more = len(picked) > plan.page_size
     picked, positions = picked[: plan.page_size], positions[: plan.page_size]
     page = _page(plan, picked, positions, has_more, executed)
-    return replace(page, head=head, ended=len(head) < plan.want)
+    return _marked(replace(page, head=head, ended=len(head) < plan.want), planned)
+
+
+def _marked(page: Page, planned: Plan) -> Page:
+    """The page, said to be corrected when its plan is not the one it started with."""
+    return replace(page, corrected=page.plan is not planned)
+
+
+def _extend(parts: list[_Partition], plan: Plan) -> tuple[list[_Partition], list[_Partition]]:
+    """The partitions of ``plan`` in its order, those already read kept as they are; and
+    the ones added."""
+    have = {p.spec.partition_key: p for p in parts}
+    at, start = (None, None)
+    if plan.strategy is Strategy.IN_TURN and plan.position is not None:
+        at, start = keys.split_rating_position(plan.position)
+    out, added = [], []
+    for q in plan.queries:
+        part = have.get(q.partition_key)
+        if part is None:
+            position = plan.position if plan.strategy is not Strategy.IN_TURN else None
+            part = _Partition(q, position=start if q.rating == at else position)
+            added.append(part)
+        out.append(part)
+    return out, added
 
 
 def _page(
@@ -174,12 +217,9 @@ def _page(
     return Page(tuple(picked), has_more, plan, tuple(executed), tuple(positions))
 
 
-async def _execute_in_turn(table: TableRef, plan: Plan) -> Page:
+async def _execute_in_turn(table: TableRef, plan: Plan, recheck: Recheck | None) -> Page:
     """A rating order's page: its partitions one after another (see the module's doc)."""
-    at, start = (None, None)
-    if plan.position is not None:
-        at, start = keys.split_rating_position(plan.position)
-    parts = [_Partition(q, position=start if q.rating == at else None) for q in plan.queries]
+    parts, _ = _extend([], plan)
     executed: list[ExecutedQuery] = []
     requests = [_Request(p, p.spec.limit) for p in parts if p.spec.limit > 0]
     taken: list[tuple[_Partition, int]] = []
@@ -188,6 +228,12 @@ async def _execute_in_turn(table: TableRef, plan: Plan) -> Page:
             responses = await gather_reads([_query(table, plan, r) for r in requests])
             for request, response in zip(requests, responses, strict=True):
                 executed.append(_absorb(request, response, round_no))
+        if recheck is not None:
+            extended, recheck = await recheck(), None
+            if extended is not plan:
+                # Skipped ratings with comments now take their places in the turn order.
+                parts, _ = _extend(parts, extended)
+                plan = extended
         taken, unfinished = _concatenate(parts, plan.want)
         if unfinished is None:
             break

@@ -380,7 +380,9 @@ def _plan_newest(
             strategy=Strategy.FILTERED_SCAN_OF_INDEX,
             queries=(q,),
             skipped_ratings=skipped,
-            filter_ratings=live,
+            # Every rating asked for, even those counted zero: had one gained comments
+            # since the counters were read, the filter still matches them.
+            filter_ratings=tuple(sorted(requested, reverse=True)),
             match_fraction=fraction,
         )
     return replace(
@@ -431,11 +433,63 @@ def plan_holds(plan: Plan, fresh: RatingCounts) -> bool:
 
     Counters only size a plan's queries, which the executor certifies from what storage
     returns, except where the plan reads nothing: a rating it skipped as counted zero. The
-    plan holds unless such a rating has comments now (then it must run again from the
-    fresh counters).
+    plan holds unless such a rating has comments now. (A filtered read filters on every
+    rating asked for, skipped ones included, so it always holds.)
     """
+    if plan.strategy is Strategy.FILTERED_SCAN_OF_INDEX:
+        return True
     counts = fresh.only_verified() if plan.verified_only else fresh
     return all(counts.count(r) == 0 for r in plan.skipped_ratings)
+
+
+def extend_plan(
+    plan: Plan,
+    listing: ListingFilter,
+    page: PageRequest,
+    fresh: RatingCounts,
+    tuning: Tuning = DEFAULT_TUNING,
+    order: Order = Order.NEWEST,
+) -> Plan:
+    """The plan to go on with once the fresh counters are in: ``plan`` itself when it
+    holds; else ``plan`` with a query for each rating it skipped that has comments now, so
+    the executor reads those partitions next and keeps what it read (a page costs no more
+    calls than the plan from fresh counters would). A plan that queried nothing is
+    replaced by that plan."""
+    if plan_holds(plan, fresh):
+        return plan
+    if not plan.queries:
+        return plan_listing(listing, page, fresh, tuning, order)
+    counts = fresh.only_verified() if plan.verified_only else fresh
+    gained = [r for r in plan.skipped_ratings if counts.count(r) > 0]
+    live = [q.rating for q in plan.queries if q.rating is not None] + gained
+    matching = sum(counts.count(r) for r in live)
+    index = plan.queries[0].index
+    pid, lang = listing.product_id, listing.language
+    added = []
+    for r in gained:
+        pk = keys.rating_pk(pid, r) if lang is None else keys.lang_rating_pk(pid, lang, r)
+        count = counts.count(r)
+        # A rating order reads its partitions in turn and sizes them as it goes.
+        if plan.strategy is Strategy.IN_TURN:
+            limit = 0
+        else:
+            limit = _fan_out_limit(r, count, matching, plan.want, tuning, None)
+        added.append(PlannedQuery(index, pk, limit, count, r))
+    queries = [*plan.queries, *added]
+    strategy = plan.strategy
+    if strategy is Strategy.IN_TURN:
+        # Their reading order, as _plan_in_turn chose it.
+        descending = (order is Order.HIGHEST_RATING) == (page.direction is Direction.FORWARD)
+        queries.sort(key=lambda q: q.rating or 0, reverse=descending)
+    else:
+        strategy = Strategy.FAN_OUT
+    return replace(
+        plan,
+        strategy=strategy,
+        queries=tuple(queries),
+        skipped_ratings=tuple(r for r in plan.skipped_ratings if r not in gained),
+        head_sized=False,
+    )
 
 
 def _plan_verified(
@@ -495,7 +549,7 @@ def _plan_verified(
             strategy=Strategy.FILTERED_SCAN_OF_INDEX,
             queries=(q,),
             skipped_ratings=skipped if requested is not None else (),
-            filter_ratings=live if requested is not None else (),
+            filter_ratings=tuple(chosen) if requested is not None else (),
             match_fraction=fraction,
         )
     return replace(

@@ -16,11 +16,12 @@ from storage.items import comment_key, item_to_comment, number
 from storage.model import Comment, ListingFilter, Order, PageRequest, RatingCounts
 from storage.planner import (
     DEFAULT_TUNING,
+    Plan,
     Strategy,
     Tuning,
+    extend_plan,
     needs_stats,
     plan_author,
-    plan_holds,
     plan_listing,
     plan_queue,
     plan_unfiltered,
@@ -192,10 +193,19 @@ async def read_listing(
         read = replace(await execute(table, plan), counts_round=True)
     else:
         plan = plan_listing(listing, page, snapshot, tuning, order, memory.head(key, snapshot))
-        fresh, read = await asyncio.gather(counts(), execute(table, plan))
-        if not plan_holds(plan, fresh):
-            again = plan_listing(listing, page, fresh, tuning, order, memory.head(key, fresh))
-            read = _corrected(read, await execute(table, again))
+        fresh_read = asyncio.ensure_future(counts())
+
+        async def recheck() -> Plan:
+            # Shielded: a failed page must not cancel the loader's read other fields share.
+            fresh = await asyncio.shield(fresh_read)
+            return extend_plan(plan, listing, page, fresh, tuning, order)
+
+        try:
+            read = await execute(table, plan, recheck)
+        except BaseException:
+            fresh_read.add_done_callback(_retrieved)
+            raise
+        fresh = await fresh_read
     if read.plan.strategy in _HEADED:
         memory.remember_head(key, read.head, read.ended, fresh)
     return fresh, read
@@ -205,15 +215,10 @@ async def read_listing(
 _HEADED = (Strategy.FAN_OUT, Strategy.FILTERED_SCAN_OF_INDEX)
 
 
-def _corrected(first: Page, again: Page) -> Page:
-    """The page read again, charged with the reads of the attempt before it."""
-    shifted = tuple(replace(q, round=q.round + first.rounds) for q in again.executed)
-    return replace(
-        again,
-        executed=first.executed + shifted,
-        counts_round=first.counts_round,
-        corrected=True,
-    )
+def _retrieved(done: asyncio.Future[RatingCounts]) -> None:
+    """Mark the outcome of a read nobody waits for any more as seen."""
+    if not done.cancelled():
+        done.exception()
 
 
 async def author_comments(table: TableRef, author_id: str, page: PageRequest) -> Page:

@@ -121,11 +121,17 @@ def test_head_limits_read_what_the_page_takes_plus_one_past_it() -> None:
 
 def test_a_plan_skipping_a_rating_that_gained_comments_does_not_hold() -> None:
     listing = ListingFilter(PID, None, frozenset({1, 2, 3}))
-    snapshot = RatingCounts(PID, None, (0, 10, 10, 0, 0))
+    snapshot = RatingCounts(PID, None, (0, 10, 10, 40, 40))
     plan = plan_listing(listing, PageRequest(5), snapshot)
+    assert plan.strategy is Strategy.FAN_OUT
     assert plan.skipped_ratings == (1,)
-    assert plan_holds(plan, RatingCounts(PID, None, (0, 12, 3, 0, 0)))
-    assert not plan_holds(plan, RatingCounts(PID, None, (1, 10, 10, 0, 0)))
+    assert plan_holds(plan, RatingCounts(PID, None, (0, 12, 3, 40, 40)))
+    assert not plan_holds(plan, RatingCounts(PID, None, (1, 10, 10, 40, 40)))
+    # A filtered read filters on every rating asked for, the skipped one included.
+    scan = plan_listing(listing, PageRequest(5), RatingCounts(PID, None, (0, 10, 10, 1, 0)))
+    assert scan.strategy is Strategy.FILTERED_SCAN_OF_INDEX
+    assert scan.filter_ratings == (3, 2, 1)
+    assert plan_holds(scan, RatingCounts(PID, None, (5, 10, 10, 1, 0)))
     verified = plan_listing(
         ListingFilter(PID, None, frozenset({1, 2}), True),
         PageRequest(5),
@@ -168,6 +174,9 @@ async def test_a_stale_snapshot_that_skipped_a_rating_is_corrected() -> None:
     counts, page = await _read(table, listing, PageRequest(8))
     assert page.corrected
     assert list(page.comments) == oracle(comments, listing)[:8]
+    # What was read before the correction is kept: the page costs no more calls than the
+    # cost estimate allows a fan-out over two ratings (two rounds of two queries).
+    assert len(page.executed) <= 2 * 2
     assert counts.by_rating == (10, 10, 10, 0, 0)
     # The counters it read replaced the snapshot: the next read holds at once.
     _, again = await _read(table, listing, PageRequest(8))
@@ -242,21 +251,23 @@ async def test_writes_through_another_process_are_seen_at_once(
     here = TableRef(table.client, table.name)
     there = TableRef(table.client, table.name)  # another process: its own memory
     made = []
-    for n in range(12):
-        new = NewComment(product_id, "en", 2 + n % 2, f"c{n}", f"u{n}", created_at=stamp(n))
+    for n in range(30):
+        rating = [2, 3, 5, 5, 5][n % 5]
+        new = NewComment(product_id, "en", rating, f"c{n}", f"u{n}", created_at=stamp(n))
         made.append((await create_comment(there, new, backoff=FAST)).comment)
     listing = ListingFilter(product_id, None, frozenset({1, 2, 3}))
     for _ in range(2):
         await _read(here, listing, PageRequest(5))
     # No 1-star comment when ``here`` planned last; two arrive through ``there``, and one of
     # the others goes.
-    for n in (20, 21):
+    for n in (40, 41):
         new = NewComment(product_id, "en", 1, f"c{n}", f"u{n}", created_at=stamp(n))
         made.append((await create_comment(there, new, backoff=FAST)).comment)
     await delete_comment(there, made[11].comment_id, backoff=FAST)
     alive = made[:11] + made[12:]
     counts, page = await _read(here, listing, PageRequest(5))
     assert list(page.comments) == oracle(alive, listing)[:5]
+    assert page.plan.strategy is Strategy.FAN_OUT
     assert page.corrected
     assert counts.by_rating[:3] == (2, 6, 5)
     got, _ = await walk(here, listing, 5, Direction.FORWARD)
