@@ -176,10 +176,19 @@ def _base_units(account: Account, roles: set[str] | None = None) -> int:
     )
 
 
+def _size(account: Account, role: str) -> int:
+    """The largest image of an item of ``role`` written (bytes, AWS's rule); 0 if none."""
+    return max(
+        (max(w.size_before or 0, w.size_after or 0) for w in account.writes if w.role == role),
+        default=0,
+    )
+
+
 def ours_figures(account: Account) -> dict[str, float]:
     table, indexes = account.aws_write_table, account.aws_write_indexes
     comment = _base_units(account, {"comment"})
     return {
+        "comment_bytes": _size(account, "comment"),
         "items": len(account.writes),
         "index_entries": sum(account.index_entry_writes.values()),
         "wcu": table + indexes,
@@ -195,6 +204,7 @@ def ours_figures(account: Account) -> dict[str, float]:
 def part1_figures(cost: dict[str, Any]) -> dict[str, float]:
     client, consumer = cost["client"], cost["consumer"]
     return {
+        "comment_bytes": _size(client, "primary item"),
         "items": len(client.writes) + len(consumer.writes),
         "items_client": len(client.writes),
         "items_consumer": len(consumer.writes),
@@ -297,9 +307,9 @@ def section(result: dict[str, Any]) -> list[str]:
         "",
         "What the WCU are made of:",
         "",
-        "| transition | ours: comment | ours: index entries | ours: other items | "
-        "ours: transaction | part 1: client | part 1: consumer (items) | part 1: index "
-        "entries | part 1: stream records (GetRecords calls) |",
+        "| transition | ours: comment | ours: index entries (count) | ours: other items | "
+        "ours: transaction's doubling | part 1: client (items) | part 1: consumer (items) | "
+        "part 1: of which index entries (count) | part 1: stream records (GetRecords calls) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
@@ -307,13 +317,19 @@ def section(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {row['transition']} | {ours['wcu_comment']:g} | {ours['wcu_indexes']:g} "
             f"({ours['index_entries']:g}) | {ours['wcu_other_items']:g} | "
-            f"{ours['wcu_transaction']:g} | {part1['wcu_client']:g} | "
+            f"{ours['wcu_transaction']:g} | {part1['wcu_client']:g} ({part1['items_client']:g}) | "
             f"{part1['wcu_consumer']:g} ({part1['items_consumer']:g}) | "
             f"{part1['wcu_indexes']:g} ({part1['index_entries']:g}) | "
             f"{part1['stream_records']:g} ({part1['get_records_calls']:g}) |"
         )
     check = result["part1_table"]
+    sizes = result["rows"][0]
     lines += [
+        "",
+        "All figures are WCU by AWS's rules but the counts in brackets. Every item written is "
+        f"under 1 KB (a comment of ours {sizes['ours']['comment_bytes']:g} bytes, part 1's "
+        f"{sizes['part1']['comment_bytes']:g}: the same title and body, fewer attributes), so "
+        "each costs 1 WCU a write (2 in a transaction) and 1 per index entry.",
         "",
         "- **ours**: one call of the real write path (`benchmarks/write_costs.py`): the "
         "comment item (WCU per KB, undoubled), its index entries (every listing index, its "
@@ -327,7 +343,10 @@ def section(result: dict[str, Any]) -> list[str]:
         "written changes its entry in the one GSI (partition `sk`, sort `cd`). Part 1 keeps "
         "no counters, so it writes none. A change of rating or language deletes the 16 "
         "copies whose keys go and rewrites the 31 others in place (the post's 'removed "
-        "before the new set is added', read as cheaply as it allows).",
+        "before the new set is added', read as cheaply as it allows; deleting all 31 old "
+        "copies first would write 63 items, 126 WCU). A delete is the primary item's, by "
+        "the client, and the copies', by the consumer: AP5's batch delete by the client "
+        "writes the same 32.",
         "- Statuses are not in part 1: here a comment outside PUBLISHED has only its primary "
         "item, out of the GSI; publishing writes its copies, unpublishing deletes them.",
         "- Stream records and GetRecords calls (the consumer's polls, including the empty "
