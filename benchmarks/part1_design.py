@@ -49,7 +49,9 @@ Outside the post:
 - **Counters.** Part 1 keeps none (statistics come in part 4, from the stream): nothing here
   counts, so part 1 answers no total, histogram or leaderboard.
 - Conditions, retries of a failed Lambda batch and the post's repair jobs are left out: none
-  changes what a successful change writes.
+  changes what a successful change writes. Shards are read in turn, not parents before
+  children (a Lambda trigger's order), which matters only when one item's changes straddle
+  a shard's rollover.
 """
 
 from __future__ import annotations
