@@ -5,7 +5,9 @@ per index (``ReturnConsumedCapacity=INDEXES``) and the engine's figures are adde
 given. DynamoDB Local does not charge transactions as AWS does (a transaction of four new
 600-byte items reports 2.0 units where AWS's rule gives 8), so the probe also prices every
 call by AWS's rules, from the items themselves: it reads each item a write targets just
-before and just after the write, through the wrapped client and unrecorded.
+before and just after the write, through the wrapped client and unrecorded. A ``Layout``
+names the table's key attributes and GSIs: ours by default, another table's (the part 1
+baseline of ``benchmarks.part1``) when given.
 
 AWS's rules, as applied here (sizes by AWS's item-size rule, ``item_size``):
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -85,7 +88,19 @@ def read_units(size: int, consistent: bool) -> float:
     return float(units) if consistent else units / 2
 
 
-def _index_entry(item: Item | None, index: Index) -> tuple[str, str] | None:
+@dataclass(frozen=True, slots=True)
+class GlobalIndex:
+    """A GSI as the pricing needs it: its name and its two key attributes."""
+
+    name: str
+    partition_attr: str
+    sort_attr: str
+
+
+OUR_INDEXES = tuple(GlobalIndex(i.value, i.partition_attr, i.sort_attr) for i in Index)
+
+
+def _index_entry(item: Item | None, index: GlobalIndex) -> tuple[str, str] | None:
     """The entry's key in the index, or None when the item is not in it (sparse)."""
     if item is None:
         return None
@@ -95,23 +110,25 @@ def _index_entry(item: Item | None, index: Index) -> tuple[str, str] | None:
     return pk["S"], sk["S"]
 
 
-def index_writes(before: Item | None, after: Item | None) -> dict[str, tuple[int, int]]:
+def index_writes(
+    before: Item | None, after: Item | None, indexes: tuple[GlobalIndex, ...] = OUR_INDEXES
+) -> dict[str, tuple[int, int]]:
     """Per index whose entry changes: (entry writes, write units), by the rules above."""
     out = {}
     old_size = 0 if before is None else item_size(before)
     new_size = 0 if after is None else item_size(after)
-    for index in Index:
+    for index in indexes:
         old, new = _index_entry(before, index), _index_entry(after, index)
         if old is None and new is None:
             continue
         if old is None:
-            out[index.value] = (1, write_units(new_size))
+            out[index.name] = (1, write_units(new_size))
         elif new is None:
-            out[index.value] = (1, write_units(old_size))
+            out[index.name] = (1, write_units(old_size))
         elif old != new:
-            out[index.value] = (2, write_units(old_size) + write_units(new_size))
+            out[index.name] = (2, write_units(old_size) + write_units(new_size))
         elif before != after:
-            out[index.value] = (1, max(write_units(old_size), write_units(new_size)))
+            out[index.name] = (1, max(write_units(old_size), write_units(new_size)))
     return out
 
 
@@ -129,6 +146,23 @@ def item_role(key: Item) -> str:
     if pk.startswith(keys.IDEMPOTENCY_PREFIX):
         return "idempotency record"
     return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What the probe needs to know of a table: its key attributes, its GSIs, and what an
+    item is (for the report), from its key."""
+
+    partition_key: str
+    sort_key: str
+    indexes: tuple[GlobalIndex, ...]
+    role: Callable[[Item], str]
+
+    def key(self, item: Item) -> Item:
+        return {self.partition_key: item[self.partition_key], self.sort_key: item[self.sort_key]}
+
+
+OURS = Layout("PK", "SK", OUR_INDEXES, item_role)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,35 +204,34 @@ class Account:
         return counts
 
 
-def _key(item: Item) -> Item:
-    return {"PK": item["PK"], "SK": item["SK"]}
-
-
-def _targets(operation: str, kwargs: dict[str, Any]) -> list[tuple[str, Item, bool]]:
+def _targets(
+    operation: str, kwargs: dict[str, Any], key_of: Callable[[Item], Item]
+) -> list[tuple[str, Item, bool]]:
     """(table, key, is a condition check) of every item a write call touches."""
     out = []
     if operation == "transact_write_items":
         for action in kwargs["TransactItems"]:
             ((kind, body),) = action.items()
             key = body["Item"] if kind == "Put" else body["Key"]
-            out.append((body["TableName"], _key(key), kind == "ConditionCheck"))
+            out.append((body["TableName"], key_of(key), kind == "ConditionCheck"))
     elif operation == "batch_write_item":
         for table, requests in kwargs["RequestItems"].items():
             for request in requests:
                 ((kind, body),) = request.items()
                 key = body["Item"] if kind == "PutRequest" else body["Key"]
-                out.append((table, _key(key), False))
+                out.append((table, key_of(key), False))
     else:
         key = kwargs["Item"] if operation == "put_item" else kwargs["Key"]
-        out.append((kwargs["TableName"], _key(key), False))
+        out.append((kwargs["TableName"], key_of(key), False))
     return out
 
 
 class CapacityProbe(ClientWrapper):
     """A DynamoClient that adds up what each call cost: reported, and by AWS's rules."""
 
-    def __init__(self, inner: DynamoClient) -> None:
+    def __init__(self, inner: DynamoClient, layout: Layout = OURS) -> None:
         super().__init__(inner)
+        self.layout = layout
         self.account = Account()
 
     async def _image(self, table: str, key: Item) -> Item | None:
@@ -209,7 +242,7 @@ class CapacityProbe(ClientWrapper):
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
         if operation in _READS | _WRITES:
             kwargs["ReturnConsumedCapacity"] = "INDEXES"
-        targets = _targets(operation, kwargs) if operation in _WRITES else []
+        targets = _targets(operation, kwargs, self.layout.key) if operation in _WRITES else []
         before = [await self._image(t, k) for t, k, _ in targets]
         response = await super()._call(operation, kwargs)
         self.account.calls[operation] += 1
@@ -247,11 +280,11 @@ class CapacityProbe(ClientWrapper):
         sizes = [item_size(i) for i in (old, new) if i is not None]
         self.account.writes.append(
             ItemWrite(
-                role=item_role(key),
+                role=self.layout.role(key),
                 size_before=None if old is None else item_size(old),
                 size_after=None if new is None else item_size(new),
                 table_units=factor * write_units(max(sizes, default=0)),
-                index_writes=index_writes(old, new),
+                index_writes=index_writes(old, new, self.layout.indexes),
             )
         )
 
@@ -265,6 +298,7 @@ class CapacityProbe(ClientWrapper):
         if "FilterExpression" in kwargs:
             raise NotImplementedError("items a filter dropped cannot be sized from the answer")
         # A projection returns less than was read: size the whole items read.
-        items = [await self._image(kwargs["TableName"], _key(i)) for i in response["Items"]]
+        table = kwargs["TableName"]
+        items = [await self._image(table, self.layout.key(i)) for i in response["Items"]]
         size = sum(item_size(i) for i in items if i is not None)
         self.account.aws_read += read_units(size, consistent)
