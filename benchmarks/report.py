@@ -121,8 +121,9 @@ def targets(
     ]
 
 
-# Results of the benchmark's other steps that report into RESULTS.md: (file prefix, module).
-EXTRAS = (("proxy", "benchmarks.proxy"), ("part1", "benchmarks.part1"))
+# Results of the benchmark's other steps that report into RESULTS.md: file prefix, module,
+# and the number of the target they measure.
+EXTRAS = (("proxy", "benchmarks.proxy", "5"), ("part1", "benchmarks.part1", "7"))
 
 
 def newest_extras() -> dict[str, dict[str, Any]]:
@@ -130,7 +131,7 @@ def newest_extras() -> dict[str, dict[str, Any]]:
     import json
 
     found = {}
-    for prefix, _ in EXTRAS:
+    for prefix, _, _ in EXTRAS:
         paths = sorted((HERE / "results").glob(f"{prefix}-*.json"))
         if paths:
             found[prefix] = {"file": paths[-1].name, **json.loads(paths[-1].read_text())}
@@ -140,7 +141,7 @@ def newest_extras() -> dict[str, dict[str, Any]]:
 def _extra_module(prefix: str) -> Any:
     import importlib
 
-    name = dict(EXTRAS)[prefix]
+    name = next(module for p, module, _ in EXTRAS if p == prefix)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError:
@@ -152,8 +153,9 @@ def _extra_rows(extras: dict[str, dict[str, Any]]) -> list[tuple[str, str, bool]
     for prefix, result in extras.items():
         module = _extra_module(prefix)
         if module is not None:
+            number = next(n for p, _, n in EXTRAS if p == prefix)
             rows += [
-                (t, f"{m} (`results/{result['file']}`)", ok)
+                (f"{number}. {t}", f"{m} (`results/{result['file']}`)", ok)
                 for t, m, ok in module.target_rows(result)
             ]
     return rows
