@@ -206,6 +206,10 @@ def test_the_limits_are_the_servers() -> None:
     assert int(idle.removesuffix("s")) < SETTINGS["keep_alive_timeout"].default
 
 
+def test_nginx_is_installed() -> None:
+    require_nginx()
+
+
 def test_a_missing_nginx_fails_the_suite_with_a_clear_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
