@@ -46,6 +46,8 @@ CREATE = """mutation Create($input: CreateCommentInput!) {
 }"""
 ACCEPT = "application/graphql-response+json, application/json;q=0.9"
 SETTINGS = Settings.model_fields
+# Answers served from a kept copy without waiting for the API.
+KEPT = ("HIT", "STALE", "UPDATING")
 
 
 def require_nginx() -> None:
@@ -270,7 +272,9 @@ def test_a_token_is_never_answered_from_the_cache_nor_kept(
         assert answer.headers["cache-control"] == "no-store"
     assert plan(http.get("/graphql", params=params, headers=moderator)) is not None
     again = http.get("/graphql", params=params)
-    assert (status(again), plan(again)) == ("HIT", None)
+    # The anonymous copy (possibly stale by now, if the token's requests were slow).
+    assert status(again) in KEPT
+    assert plan(again) is None
 
 
 def test_if_none_match_is_a_304_through_the_proxy(http: httpx.Client, product: str) -> None:
@@ -340,7 +344,7 @@ def test_each_content_coding_is_a_variant_of_its_own(http: httpx.Client, product
     assert compressed[1].headers["etag"] != plain[1].headers["etag"]
     # The kept bytes are the API's gzip stream, the same JSON as the plain variant.
     with http.stream("GET", "/graphql", params=params, headers={"accept-encoding": "gzip"}) as raw:
-        assert status(raw) == "HIT"
+        assert status(raw) in KEPT
         body = b"".join(raw.iter_raw())
     assert json.loads(gzip.decompress(body)) == plain[1].json()
 
@@ -352,9 +356,10 @@ def test_a_new_comment_shows_within_max_age(http: httpx.Client, product: str) ->
     written = time.monotonic()
     # The kept page, without the new comment, until it expires.
     stale = http.get("/graphql", params=params)
-    assert (status(stale), total(stale)) == ("HIT", 3)
-    # Expiry (whole seconds), then one refresh and the next poll.
-    deadline = written + MAX_AGE + CLOCK + 1
+    assert status(stale) in KEPT
+    assert total(stale) == 3
+    # Expiry (whole seconds), then one request to the API to refresh it, and the next poll.
+    deadline = written + MAX_AGE + CLOCK + 2
     seen = []
     while time.monotonic() < deadline:
         response = http.get("/graphql", params=params)
