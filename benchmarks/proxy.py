@@ -415,9 +415,14 @@ def section(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def latest(directory: Path = RESULTS) -> dict[str, Any] | None:
-    """The newest proxy result in ``directory``, or None."""
-    found = sorted(directory.glob("proxy-*.json"))
+def latest(directory: Path = RESULTS, *, quick: bool | None = None) -> dict[str, Any] | None:
+    """The newest proxy result in ``directory`` (only quick runs, or only full ones, when
+    ``quick`` says), or None."""
+    found = sorted(
+        path
+        for path in directory.glob("proxy-*.json")
+        if quick is None or path.stem.endswith("-quick") == quick
+    )
     if not found:
         return None
     loaded: dict[str, Any] = json.loads(found[-1].read_text())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from benchmarks import proxy
 
 
@@ -30,3 +33,11 @@ def test_page_views_follow_popularity() -> None:
     views = proxy.popular(products, 10_000, seed=1)
     assert views.count("p-0") > 4 * views.count("p-9") > 0
     assert views == proxy.popular(products, 10_000, seed=1)
+
+
+def test_latest_takes_the_newest_of_the_kind_asked_for(tmp_path: Path) -> None:
+    for name in ("proxy-20260101T000000Z.json", "proxy-20260102T000000Z-quick.json"):
+        (tmp_path / name).write_text(json.dumps({"name": name}))
+    assert proxy.latest(tmp_path) == {"name": "proxy-20260102T000000Z-quick.json"}
+    assert proxy.latest(tmp_path, quick=False) == {"name": "proxy-20260101T000000Z.json"}
+    assert proxy.latest(tmp_path / "none") is None
