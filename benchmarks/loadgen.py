@@ -1,5 +1,7 @@
 """A small closed-loop HTTP/1.1 load generator on loopback: N keep-alive connections, each
-sending the next request of a mix as soon as the previous answer arrives, for a fixed time."""
+sending the next request of a mix as soon as the previous answer arrives, for a fixed time.
+The mix is GraphQL POST bodies (``run_load``) or whole requests (``run_requests``, with
+``get_request`` for GETs)."""
 
 from __future__ import annotations
 
@@ -29,13 +31,22 @@ def _request(host: str, port: int, body: bytes) -> bytes:
     return head.encode() + body
 
 
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+def get_request(host: str, port: int, target: str, headers: dict[str, str]) -> bytes:
+    """A GET of ``target`` (path and query string) with these header fields."""
+    fields = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return f"GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\n{fields}\r\n".encode()
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    """The status, the body, and whether the server closes the connection after it (nginx
+    does after ``keepalive_requests`` answers on one connection)."""
     status_line = await reader.readline()
     if not status_line:
         raise ConnectionError("connection closed")
     status = int(status_line.split()[1])
     length = 0
     chunked = False
+    close = False
     while True:
         line = await reader.readline()
         if line in (b"\r\n", b""):
@@ -45,14 +56,16 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
             length = int(value.strip())
         elif name.lower() == "transfer-encoding" and "chunked" in value.lower():
             chunked = True
+        elif name.lower() == "connection" and "close" in value.lower():
+            close = True
     if not chunked:
-        return status, await reader.readexactly(length)
+        return status, await reader.readexactly(length), close
     body = b""
     while True:
         size = int((await reader.readline()).strip(), 16)
         if size == 0:
             await reader.readline()
-            return status, body
+            return status, body, close
         body += await reader.readexactly(size)
         await reader.readline()
 
@@ -61,8 +74,16 @@ async def run_load(
     host: str, port: int, bodies: list[bytes], *, concurrency: int, seconds: float
 ) -> LoadResult:
     """Send the mix round-robin from ``concurrency`` connections for ``seconds``."""
-    result = LoadResult()
     requests = [_request(host, port, b) for b in bodies]
+    return await run_requests(host, port, requests, concurrency=concurrency, seconds=seconds)
+
+
+async def run_requests(
+    host: str, port: int, requests: list[bytes], *, concurrency: int, seconds: float
+) -> LoadResult:
+    """Send these whole requests round-robin from ``concurrency`` connections for ``seconds``;
+    an answer other than 200, or a plain one holding errors, counts as an error."""
+    result = LoadResult()
     deadline = time.perf_counter() + seconds
     counter = 0
 
@@ -75,11 +96,14 @@ async def run_load(
                 counter += 1
                 started = time.perf_counter()
                 writer.write(payload)
-                status, body = await _read_response(reader)
+                status, body, close = await _read_response(reader)
                 result.latencies_ms.append((time.perf_counter() - started) * 1000)
                 result.requests += 1
                 if status != 200 or b'"errors"' in body:
                     result.errors += 1
+                if close:
+                    writer.close()
+                    reader, writer = await asyncio.open_connection(host, port)
         finally:
             writer.close()
 
