@@ -359,30 +359,52 @@ def _plan_newest(
 
     # Several ratings left: a proportioned fan-out, or one filtered query if that is cheaper.
     index = Index.BY_RATING if lang is None else Index.BY_LANG_AND_RATING
-    exact = None if head is None else head_limits(head, live, want)
-    fan_out = []
-    for rating in live:
-        count = stats.count(rating)
-        pk = keys.rating_pk(pid, rating) if lang is None else keys.lang_rating_pk(pid, lang, rating)
-        limit = _fan_out_limit(rating, count, matching, want, tuning, exact)
-        fan_out.append(PlannedQuery(index, pk, limit, count, rating))
-    fan_out_cost = sum(q.limit for q in fan_out)
+    # The filtered read filters on every rating asked for, even those counted zero: had one
+    # gained comments since the counters were read, the filter still matches them.
+    every = tuple(sorted(requested, reverse=True))
+    return _several(base, listing, index, live, stats, stats.total, tuning, head, skipped, every)
 
-    scope = stats.total
+
+def _several(
+    base: Plan,
+    listing: ListingFilter,
+    index: Index,
+    live: Sequence[int],
+    counts: RatingCounts,
+    scope: int,
+    tuning: Tuning,
+    head: Head | None,
+    skipped: tuple[int, ...],
+    filter_ratings: tuple[int, ...],
+) -> Plan:
+    """Several partitions of ``index`` to read (the ``live`` ratings, sized by ``counts``):
+    a fan-out over them, or one filtered read of the broad index of the ``scope`` comments
+    when that is estimated cheaper. A filtered read that names no ratings (verified only)
+    leaves none out."""
+    pid, lang, want = listing.product_id, listing.language, base.want
+    matching = sum(counts.count(r) for r in live)
+    exact = None if head is None else head_limits(head, live, want)
+    fan_out = [
+        PlannedQuery(
+            index,
+            rating_partition(pid, lang, r),
+            _fan_out_limit(r, counts.count(r), matching, want, tuning, exact),
+            counts.count(r),
+            r,
+        )
+        for r in live
+    ]
     fraction = matching / scope
     scan_limit = min(scope + 1, filtered_limit(want, fraction, tuning.z))
-    if scan_limit * tuning.filtered_advantage < fan_out_cost:
+    if scan_limit * tuning.filtered_advantage < sum(q.limit for q in fan_out):
         broad = Index.ALL if lang is None else Index.BY_LANG
         pk = keys.all_pk(pid) if lang is None else keys.lang_pk(pid, lang)
-        q = PlannedQuery(broad, pk, scan_limit, scope)
         return replace(
             base,
             strategy=Strategy.FILTERED_SCAN_OF_INDEX,
-            queries=(q,),
-            skipped_ratings=skipped,
-            # Every rating asked for, even those counted zero: had one gained comments
-            # since the counters were read, the filter still matches them.
-            filter_ratings=tuple(sorted(requested, reverse=True)),
+            queries=(PlannedQuery(broad, pk, scan_limit, scope),),
+            skipped_ratings=skipped if filter_ratings else (),
+            filter_ratings=filter_ratings,
             match_fraction=fraction,
         )
     return replace(
@@ -392,6 +414,13 @@ def _plan_newest(
         skipped_ratings=skipped,
         head_sized=exact is not None,
     )
+
+
+def rating_partition(product_id: str, language: str | None, rating: int) -> str:
+    """The partition key of a rating's comments, of a product or of one of its languages."""
+    if language is None:
+        return keys.rating_pk(product_id, rating)
+    return keys.lang_rating_pk(product_id, language, rating)
 
 
 def _fan_out_limit(
@@ -467,7 +496,7 @@ def extend_plan(
     pid, lang = listing.product_id, listing.language
     added = []
     for r in gained:
-        pk = keys.rating_pk(pid, r) if lang is None else keys.lang_rating_pk(pid, lang, r)
+        pk = rating_partition(pid, lang, r)
         count = counts.count(r)
         # A rating order reads its partitions in turn and sizes them as it goes.
         if plan.strategy is Strategy.IN_TURN:
@@ -519,46 +548,16 @@ def _plan_verified(
     else:
         index, strategy = Index.VERIFIED_BY_LANG_AND_RATING, Strategy.BY_LANG_AND_RATING
 
-    def pk(rating: int) -> str:
-        if lang is None:
-            return keys.rating_pk(pid, rating)
-        return keys.lang_rating_pk(pid, lang, rating)
-
     if len(live) == 1:
         (rating,) = live
-        q = PlannedQuery(index, pk(rating), want, verified.count(rating), rating)
+        q = PlannedQuery(
+            index, rating_partition(pid, lang, rating), want, verified.count(rating), rating
+        )
         return replace(base, strategy=strategy, queries=(q,), skipped_ratings=skipped)
-    exact = None if head is None else head_limits(head, live, want)
-    fan_out = []
-    for rating in live:
-        count = verified.count(rating)
-        limit = _fan_out_limit(rating, count, matching, want, tuning, exact)
-        fan_out.append(PlannedQuery(index, pk(rating), limit, count, rating))
-    fan_out_cost = sum(q.limit for q in fan_out)
     # The alternative: the product's (or language's) listing read with a filter on
     # verified (and the ratings), when nearly everything there matches.
-    scope = stats.total
-    fraction = matching / scope
-    scan_limit = min(scope + 1, filtered_limit(want, fraction, tuning.z))
-    if scan_limit * tuning.filtered_advantage < fan_out_cost:
-        broad = Index.ALL if lang is None else Index.BY_LANG
-        broad_pk = keys.all_pk(pid) if lang is None else keys.lang_pk(pid, lang)
-        q = PlannedQuery(broad, broad_pk, scan_limit, scope)
-        return replace(
-            base,
-            strategy=Strategy.FILTERED_SCAN_OF_INDEX,
-            queries=(q,),
-            skipped_ratings=skipped if requested is not None else (),
-            filter_ratings=tuple(chosen) if requested is not None else (),
-            match_fraction=fraction,
-        )
-    return replace(
-        base,
-        strategy=Strategy.FAN_OUT,
-        queries=tuple(fan_out),
-        skipped_ratings=skipped,
-        head_sized=exact is not None,
-    )
+    every = tuple(chosen) if requested is not None else ()
+    return _several(base, listing, index, live, verified, stats.total, tuning, head, skipped, every)
 
 
 def _plan_in_turn(
@@ -600,16 +599,17 @@ def _plan_in_turn(
     else:
         index = Index.BY_RATING if lang is None else Index.BY_LANG_AND_RATING
 
-    def pk(rating: int) -> str:
-        return (
-            keys.rating_pk(pid, rating) if lang is None else keys.lang_rating_pk(pid, lang, rating)
-        )
-
     # The cursor's partition holds an unknown rest; the others are read from their start.
     rests = [None if r == at else counts.count(r) for r in live]
     limits = in_turn_limits(rests, want)
     queries = [
-        PlannedQuery(index, pk(r), limits[n] if n < len(limits) else 0, counts.count(r), r)
+        PlannedQuery(
+            index,
+            rating_partition(pid, lang, r),
+            limits[n] if n < len(limits) else 0,
+            counts.count(r),
+            r,
+        )
         for n, r in enumerate(live)
     ]
     return replace(base, strategy=Strategy.IN_TURN, queries=tuple(queries))
