@@ -130,12 +130,13 @@ Recheck = Callable[[], Awaitable[Plan]]
 
 async def execute(table: TableRef, plan: Plan, recheck: Recheck | None = None) -> Page:
     """Read one page as planned; the page is full unless fewer items match."""
-    planned = plan
+    planned, waited = plan, False
     if recheck is not None and not plan.queries:
-        # Nothing to read by the snapshot: the fresh counters may say otherwise.
-        plan, recheck = await recheck(), None
+        # Nothing to read by the snapshot: the fresh counters may say otherwise, and the
+        # page waits for them.
+        plan, recheck, waited = await recheck(), None, True
     if plan.strategy is Strategy.IN_TURN:
-        return _marked(await _execute_in_turn(table, plan, recheck), planned)
+        return _marked(await _execute_in_turn(table, plan, recheck), planned, waited)
     parts = [_Partition(q, position=plan.position) for q in plan.queries]
     executed: list[ExecutedQuery] = []
     descending = plan.direction is Direction.FORWARD
@@ -176,12 +177,13 @@ async def execute(table: TableRef, plan: Plan, recheck: Recheck | None = None) -
     has_more = len(picked) > plan.page_size
     picked, positions = picked[: plan.page_size], positions[: plan.page_size]
     page = _page(plan, picked, positions, has_more, executed)
-    return _marked(replace(page, head=head, ended=len(head) < plan.want), planned)
+    return _marked(replace(page, head=head, ended=len(head) < plan.want), planned, waited)
 
 
-def _marked(page: Page, planned: Plan) -> Page:
-    """The page, said to be corrected when its plan is not the one it started with."""
-    return replace(page, corrected=page.plan is not planned)
+def _marked(page: Page, planned: Plan, waited: bool) -> Page:
+    """The page, said to be corrected when its plan is not the one it started with, and
+    to have waited for the counters when it did."""
+    return replace(page, corrected=page.plan is not planned, counts_round=waited)
 
 
 def _extend(parts: list[_Partition], plan: Plan) -> tuple[list[_Partition], list[_Partition]]:

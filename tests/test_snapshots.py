@@ -272,3 +272,22 @@ async def test_writes_through_another_process_are_seen_at_once(
     assert counts.by_rating[:3] == (2, 6, 5)
     got, _ = await walk(here, listing, 5, Direction.FORWARD)
     assert got == oracle(alive, listing)
+
+
+async def test_a_snapshot_with_nothing_to_read_waits_for_the_counters() -> None:
+    comments = [_comment(n, 1 + n % 2) for n in range(6)]
+    table = await _memory_table(comments)
+    listing = ListingFilter(PID, None, frozenset({1, 2}))
+    table.memory.remember_counts([RatingCounts(PID, None, (0, 0, 0, 0, 0))])
+    counts, page = await _read(table, listing, PageRequest(4))
+    assert list(page.comments) == oracle(comments, listing)[:4]
+    assert page.corrected
+    assert page.counts_round
+    assert page.storage_rounds == 2
+    # A product with nothing to list costs the counters' read alone.
+    empty = ListingFilter("snap-empty", None, frozenset({1, 2}))
+    table.memory.remember_counts([RatingCounts("snap-empty", None)])
+    _, nothing = await _read(table, empty, PageRequest(4))
+    assert nothing.comments == ()
+    assert nothing.storage_rounds == 1
+    assert counts.matching(listing.ratings) == 6
