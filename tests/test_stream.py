@@ -1,0 +1,155 @@
+"""Following the table's stream on DynamoDB Local: comment events in order, exactly once,
+fresh counters, and an expired iterator renewed without losing or repeating a change."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aioboto3
+import pytest
+from botocore.exceptions import ClientError
+
+from server.local_engine import LocalEngine
+from storage.events import CommentEvent, EventKind, comment_event, fresh_counts
+from storage.indexes import table_definition
+from storage.model import NewComment, RatingCounts
+from storage.reads import get_counts
+from storage.stream import Change, StreamFollower
+from storage.table import TableRef
+from storage.types import DynamoClient
+from storage.writes import create_comment, delete_comment
+from storage.writes.edit import Edit, edit_comment
+from tests.helpers import FAST, stamp
+
+
+@pytest.fixture
+async def streams(engine: LocalEngine) -> AsyncIterator[Any]:
+    session = aioboto3.Session()
+    async with session.client(
+        "dynamodbstreams",
+        region_name="us-east-1",
+        endpoint_url=engine.endpoint_url,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    ) as opened:
+        yield opened
+
+
+async def _streamed_table(client: DynamoClient) -> tuple[TableRef, str]:
+    """A table of the project's shape with its stream on (no TTL: DynamoDB Local keeps a
+    thread per table with TTL, and the suite's engine has enough of those)."""
+    name = f"stream_{uuid.uuid4().hex[:10]}"
+    definition = table_definition(name)
+    definition["StreamSpecification"] = {
+        "StreamEnabled": True,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    await client.create_table(**definition)
+    for _ in range(200):
+        described = (await client.describe_table(TableName=name))["Table"]
+        statuses = [described["TableStatus"]]
+        statuses += [g["IndexStatus"] for g in described.get("GlobalSecondaryIndexes", [])]
+        if all(s == "ACTIVE" for s in statuses):
+            return TableRef(client, name), described["LatestStreamArn"]
+        await asyncio.sleep(0.05)
+    raise AssertionError("the table did not become active")
+
+
+async def _drain(follower: StreamFollower, quiet_polls: int = 3) -> list[Change]:
+    """Every change until the stream has been quiet for a few polls."""
+    out: list[Change] = []
+    quiet = 0
+    async for batch in follower.batches():
+        out.extend(batch)
+        quiet = 0 if batch else quiet + 1
+        if quiet >= quiet_polls:
+            return out
+    return out
+
+
+async def test_comment_events_arrive_in_order_exactly_once(
+    client: DynamoClient, streams: Any
+) -> None:
+    table, arn = await _streamed_table(client)
+    before = await create_comment(
+        table, NewComment("s-1", "en", 4, "before the start", "u0", created_at=stamp(0))
+    )
+    follower = StreamFollower(streams, arn, poll_seconds=0.05)
+    await follower.start()
+    made = (
+        await create_comment(table, NewComment("s-1", "en", 2, "hello", "u1", created_at=stamp(1)))
+    ).comment
+    await edit_comment(table, made.comment_id, Edit(body="hello again"), author_id="u1")
+    await edit_comment(table, made.comment_id, Edit(rating=5), author_id="u1")
+    await delete_comment(table, made.comment_id, backoff=FAST)
+    changes = await _drain(follower)
+    events = [e for e in map(comment_event, changes) if e is not None]
+    assert [(e.kind, e.comment.comment_id) for e in events] == [
+        (EventKind.PUBLISHED, made.comment_id),
+        (EventKind.EDITED, made.comment_id),
+        (EventKind.EDITED, made.comment_id),
+        (EventKind.REMOVED, made.comment_id),
+    ]
+    assert events[1].comment.body == "hello again"
+    assert events[2].comment.rating == 5
+    # Nothing of what came before the follower started.
+    assert before.comment.comment_id not in {e.comment.comment_id for e in events}
+    # The last counters the stream carried for the product are the stored ones.
+    last: dict[tuple[str, str | None], RatingCounts] = {}
+    for change in changes:
+        counts = fresh_counts(change)
+        if counts is not None:
+            last[(counts.product_id, counts.language)] = counts
+    assert last[("s-1", None)] == await get_counts(table, "s-1", None)
+    assert last[("s-1", "en")] == await get_counts(table, "s-1", "en")
+
+
+class _Expiring:
+    """A streams client whose iterators expire once, after the first records were read."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.expired = False
+        self.read_any = False
+
+    async def get_records(self, **kwargs: Any) -> Any:
+        if self.read_any and not self.expired:
+            self.expired = True
+            raise ClientError(
+                {"Error": {"Code": "ExpiredIteratorException", "Message": "expired"}},
+                "GetRecords",
+            )
+        response = await self.inner.get_records(**kwargs)
+        self.read_any = self.read_any or bool(response.get("Records"))
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_an_expired_iterator_goes_on_after_the_last_change_read(
+    client: DynamoClient, streams: Any
+) -> None:
+    table, arn = await _streamed_table(client)
+    expiring = _Expiring(streams)
+    gaps: list[str] = []
+    follower = StreamFollower(expiring, arn, poll_seconds=0.05, on_gap=gaps.append)
+    await follower.start()
+    ids = []
+    for n in range(3):
+        new = NewComment("s-2", "en", 3, f"c{n}", f"u{n}", created_at=stamp(n))
+        ids.append((await create_comment(table, new)).comment.comment_id)
+    first = await _drain(follower)
+    for n in range(3, 6):
+        new = NewComment("s-2", "en", 3, f"c{n}", f"u{n}", created_at=stamp(n))
+        ids.append((await create_comment(table, new)).comment.comment_id)
+    second = await _drain(follower)
+    assert expiring.expired
+    assert gaps == []
+    events: list[CommentEvent] = [e for e in map(comment_event, first + second) if e is not None]
+    assert [e.comment.comment_id for e in events] == ids
+    sequences = [c.sequence for c in first + second]
+    assert len(sequences) == len(set(sequences))
