@@ -130,11 +130,21 @@ def index_attributes(index: Index) -> list[dict[str, str]]:
     ]
 
 
+# Every process reads the table's stream (new and old images: what changed, and from what)
+# for live updates and to refresh what it keeps per process; see storage.stream.
+STREAM_SPECIFICATION: dict[str, Any] = {
+    "StreamEnabled": True,
+    "StreamViewType": "NEW_AND_OLD_IMAGES",
+}
+
+
 def table_definition(name: str) -> dict[str, Any]:
-    """The CreateTable request for the model in DESIGN.md (on-demand billing)."""
+    """The CreateTable request for the model in DESIGN.md (on-demand billing, the stream
+    on)."""
     return {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
+        "StreamSpecification": dict(STREAM_SPECIFICATION),
         "KeySchema": [
             {"AttributeName": "PK", "KeyType": "HASH"},
             {"AttributeName": "SK", "KeyType": "RANGE"},
