@@ -39,7 +39,7 @@ from server.guards import (
 )
 from server.http_cache import NO_STORE, Conditional
 from server.persisted import PersistedQueries, load_manifest
-from server.runtime import lifespan, runtime_of
+from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
 from server.transport import (
     GRAPHQL_RESPONSE_JSON,
@@ -338,10 +338,16 @@ async def healthz(request: Request) -> Response:
 
 
 def create_app(
-    settings: Settings | None = None, *, client: DynamoClient | None = None
+    settings: Settings | None = None,
+    *,
+    client: DynamoClient | None = None,
+    prepared: Prepared | None = None,
 ) -> Starlette:
     """The application: routes and middleware; the lifespan (server.runtime) opens storage.
-    ``client`` lets tests supply storage instead."""
+    ``client`` lets tests supply storage instead; ``prepared`` makes a worker's application,
+    on what its parent prepared (server.workers), with the settings it carries."""
+    if prepared is not None:
+        settings = prepared.settings
     settings = settings or Settings()
     # Outermost first. Every refusal is made inside RequestId and CORS, so a browser can
     # read it and a client can quote its id.
@@ -382,7 +388,7 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        lifespan=lifespan(settings, client),
+        lifespan=lifespan(settings, client, prepared),
     )
     # Starlette would answer /graphql/ with a redirect to a URL built from the Host header,
     # which the client controls: unknown paths are a 404, nothing else.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 import time
@@ -27,8 +26,8 @@ from server.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
 from server.local_engine import EngineError, LocalEngine
 from server.progress import progress_bar
 from server.protocol import HeadLimits, guarded_protocol
-from server.runtime import DEV_TOKEN_LIFETIME
-from server.settings import Settings, StorageSettings, TokenSettings
+from server.runtime import DEV_TOKEN_LIFETIME, configure_logging
+from server.settings import MAX_WORKERS, Settings, StorageSettings, TokenSettings
 from storage.bulk import load_new_products
 from storage.client import open_client
 from storage.cursor import Ordering, encode_cursor
@@ -47,7 +46,7 @@ _STORAGE_OPTIONS = {
     "region": "aws_region",
 }
 _TOKEN_OPTIONS = {"secret": "jwt_secret", "issuer": "jwt_issuer", "audience": "jwt_audience"}
-_SERVE_OPTIONS = {"host": "host", "port": "port"}
+_SERVE_OPTIONS = {"host": "host", "port": "port", "workers": "workers"}
 
 
 def _default(field: str) -> Any:
@@ -93,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", help=f"default: $HOST or {_default('host')}")
     serve.add_argument("--port", type=int, help=f"default: $PORT or {_default('port')}")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help=f"worker processes, 1 to {MAX_WORKERS} (default: $WORKERS or 1: no extra process)",
+    )
 
     seed = sub.add_parser("seed", help="write synthetic demo data (new products only)")
     _add_connection(seed)
@@ -397,19 +401,30 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def uvicorn_options(settings: Settings) -> dict[str, Any]:
-    """uvicorn.run's options for these settings: the HTTP protocol with the head limits
-    (server.protocol), h11's own cap as a backstop, the connection limits, no Server header."""
-    limits = HeadLimits(
+def head_limits(settings: Settings) -> HeadLimits:
+    """The limits on a request head that the HTTP protocol enforces (server.protocol)."""
+    return HeadLimits(
         max_bytes=settings.max_header_bytes,
         max_headers=settings.max_headers,
         timeout=settings.header_timeout,
     )
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn.run's options for these settings: the HTTP protocol with the head limits
+    (server.protocol), h11's own cap as a backstop, the connection limits, no Server header."""
+    return {
+        "http": guarded_protocol(settings.uvicorn_http, head_limits(settings)),
+        **_shared_options(settings),
+    }
+
+
+def _shared_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's options but the protocol, which worker processes make themselves."""
     return {
         "host": settings.host,
         "port": settings.port,
         "loop": settings.uvicorn_loop,
-        "http": guarded_protocol(settings.uvicorn_http, limits),
         "h11_max_incomplete_event_size": settings.max_header_bytes,
         "timeout_keep_alive": settings.keep_alive_timeout,
         "limit_concurrency": settings.max_connections,
@@ -421,8 +436,13 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from server import workers
+
     settings = Settings(**_given(args, _SERVE_OPTIONS))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging()
+    if settings.workers > 1:
+        options = {"log_level": "info", **_shared_options(settings)}
+        return workers.serve(settings, options, head_limits(settings))
     uvicorn.run(create_app(settings), log_level="info", **uvicorn_options(settings))
     return 0
 

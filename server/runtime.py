@@ -4,6 +4,11 @@ The lifespan starts DynamoDB Local when no endpoint is configured, opens the one
 client of the application's lifetime, creates (and seeds) the table where the settings ask
 for it, settles the token rules, and leaves a ``Runtime`` on ``app.state`` for the routes.
 Leaving it closes everything in reverse order.
+
+With several worker processes (``server.workers``) the parent does the start-up's shared
+part once, ``prepare``: the engine, the table and its demo data, the secret and the dev
+token; each worker's lifespan then only opens its own client and reads the rest from the
+``Prepared`` it was handed.
 """
 
 from __future__ import annotations
@@ -13,8 +18,14 @@ import gc
 import logging
 import secrets
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    ExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from dataclasses import dataclass, replace
 
 from starlette.applications import Starlette
@@ -57,6 +68,21 @@ class Runtime:
         return self.settings.write_limits
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What the parent of several workers settled once for all of them: the settings each
+    worker runs with (the endpoint of the one engine, the one secret, no table to create)
+    and the dev token the parent printed, which every worker's GraphiQL page carries."""
+
+    settings: Settings
+    dev_token: str | None = None
+
+
+def configure_logging() -> None:
+    """The server's log lines (``serve``, and each worker process): time, level, logger."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
 def runtime_of(app: Starlette) -> Runtime:
     """The runtime the lifespan left on ``app.state``; RuntimeError outside the lifespan."""
     runtime = getattr(app.state, "runtime", None)
@@ -66,15 +92,16 @@ def runtime_of(app: Starlette) -> Runtime:
 
 
 def lifespan(
-    settings: Settings, client: DynamoClient | None = None
+    settings: Settings, client: DynamoClient | None = None, prepared: Prepared | None = None
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """Starlette's ``lifespan`` for these settings. ``client`` lets tests supply storage;
     otherwise the lifespan opens it (and starts DynamoDB Local first when no endpoint is
-    configured)."""
+    configured). ``prepared``: a worker's, whose parent did the shared start-up."""
 
     @asynccontextmanager
     async def run(app: Starlette) -> AsyncIterator[None]:
-        async with open_runtime(settings, client) as runtime:
+        opened = open_runtime(settings, client) if prepared is None else open_worker(prepared)
+        async with opened as runtime:
             app.state.runtime = runtime
             if settings.gc_freeze:
                 # Everything made so far lives as long as the process: stop scanning it.
@@ -100,6 +127,52 @@ async def open_runtime(
             print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
         rules, dev_token = _token_rules(settings)
         yield Runtime(table, rules, settings, dev_token)
+
+
+@asynccontextmanager
+async def open_worker(prepared: Prepared) -> AsyncIterator[Runtime]:
+    """A worker's runtime: its own client to the table its parent prepared, the shared
+    secret; nothing created, nothing printed."""
+    settings = prepared.settings
+    if settings.jwt_secret is None or settings.embedded:
+        raise RuntimeError("a worker needs the endpoint and the secret its parent settled")
+    async with AsyncExitStack() as stack:
+        table = await _open_table(stack, settings, None)
+        yield Runtime(table, _rules(settings, settings.jwt_secret), settings, prepared.dev_token)
+
+
+@contextmanager
+def prepare(settings: Settings) -> Iterator[Prepared]:
+    """The shared start-up of several workers, done once in their parent: DynamoDB Local
+    when no endpoint is configured (stopped when the block ends), the table and its demo
+    data where the settings ask for them, the secret (made here when none is configured,
+    so that every worker accepts the same tokens and derives the same author ids) and the
+    dev token, printed once."""
+    with ExitStack() as stack:
+        endpoint = settings.dynamodb_endpoint_url
+        if settings.embedded:
+            engine = stack.enter_context(LocalEngine(data_dir=settings.data_dir))
+            endpoint = engine.endpoint_url
+            log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
+        # The endpoint fixed, whether this start creates the table still follows the
+        # settings as given (unset: only with the embedded engine).
+        shared = settings.model_copy(
+            update={"dynamodb_endpoint_url": endpoint, "create_table": settings.creates_table}
+        )
+        asyncio.run(_prepare_table(shared))
+        if settings.port:
+            name = "GraphiQL" if settings.graphiql_on else "GraphQL"
+            print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
+        rules, dev_token = _token_rules(settings)
+        worker = shared.model_copy(
+            update={"jwt_secret": rules.secret, "create_table": False, "dev_token": False}
+        )
+        yield Prepared(worker, dev_token)
+
+
+async def _prepare_table(settings: Settings) -> None:
+    async with AsyncExitStack() as stack:
+        await _open_table(stack, settings, None)
 
 
 def local_url(settings: Settings) -> str:
@@ -164,10 +237,13 @@ def _token_rules(settings: Settings) -> tuple[TokenRules, str | None]:
             audience=settings.jwt_audience,
         )
         print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
-    rules = TokenRules(
+    return _rules(settings, secret), token
+
+
+def _rules(settings: Settings, secret: str) -> TokenRules:
+    return TokenRules(
         secret,
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
         max_lifetime=settings.jwt_max_lifetime or None,
     )
-    return rules, token

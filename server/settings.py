@@ -55,6 +55,9 @@ CORS_ALLOW_HEADERS = (
 )
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")
 
+# Worker processes `serve` may run: a few per core, for machines of up to a few dozen cores.
+MAX_WORKERS = 64
+
 # hide_input_in_errors: a refused value (a secret among them) never appears in the error.
 _FROM_ENVIRONMENT = SettingsConfigDict(
     env_prefix="", case_sensitive=False, extra="ignore", hide_input_in_errors=True
@@ -110,6 +113,8 @@ class Settings(StorageSettings, TokenSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
+    # Processes serving requests (server.workers); 1: the server runs in this process.
+    workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
     # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
     # set it to keep the ids when rotating that secret.
     author_id_key: str | None = None

@@ -1,0 +1,129 @@
+"""Several worker processes: ``comments serve --workers N`` (or ``WORKERS=N``).
+
+The parent does the shared part of the start-up once (``server.runtime.prepare``: the
+embedded engine, the table and its demo data, the secret, the dev token), binds the socket,
+and hands the rest to uvicorn's supervisor, which spawns the workers, replaces one that
+dies, and on SIGINT or SIGTERM stops them all and waits for them; the parent then stops the
+engine. Each worker makes the application from what the parent handed it (``WorkerApp``,
+pickled to it with the configuration), with its own client, caches and locks; why that is
+correct when writes come through another process is in the README ("Several processes").
+
+A worker dies with its parent (Linux's parent-death signal), so a parent killed outright
+leaves no worker serving behind it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors.multiprocess import Multiprocess
+
+from server.app import create_app
+from server.protocol import HeadLimits, HttpImplementation, guarded_protocol
+from server.runtime import Prepared, configure_logging, prepare
+from server.settings import Settings
+
+log = logging.getLogger("comments.server")
+
+# <linux/prctl.h>
+PR_SET_PDEATHSIG = 1
+# Seconds a worker may take to answer the supervisor's health check before it is replaced.
+# uvicorn's 5 s is less than a worker needs to import the application on busy cores, and it
+# counts from the spawn: with it, workers starting beside each other were killed and spawned
+# again, over and over.
+HEALTH_CHECK_SECONDS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerApp:
+    """The application factory a worker calls (uvicorn's ``factory``): the application on
+    what the parent (``parent``, its process id) prepared."""
+
+    prepared: Prepared
+    parent: int
+
+    def __call__(self) -> Starlette:
+        die_with_parent(self.parent)
+        configure_logging()
+        return create_app(prepared=self.prepared)
+
+
+class WorkerConfig(uvicorn.Config):
+    """uvicorn's configuration as it travels to each worker, pickled: the HTTP protocol with
+    the head limits is a class made at run time (``server.protocol.guarded_protocol``),
+    which pickle cannot name, so it travels as what it is made from and is made again on
+    arrival."""
+
+    def __init__(
+        self,
+        app: WorkerApp,
+        *,
+        protocol: tuple[HttpImplementation, HeadLimits],
+        **options: Any,
+    ) -> None:
+        self.protocol = protocol
+        super().__init__(app, http=guarded_protocol(*protocol), factory=True, **options)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "http": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.http = guarded_protocol(*self.protocol)
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask the kernel for SIGTERM when the parent ends (Linux; elsewhere nothing), and stop
+    at once when it has ended already."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("worker %s will outlive its parent (prctl failed)", os.getpid())
+    elif os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(settings: Settings, options: dict[str, Any], limits: HeadLimits) -> int:
+    """Run ``settings.workers`` worker processes with these uvicorn ``options`` (but the
+    protocol, made from ``limits``) until SIGINT or SIGTERM; 1 when a worker could not
+    start (the supervisor then stops the others), else 0."""
+    # Until the supervisor takes the signals over, SIGTERM unwinds the start-up like
+    # Ctrl-C, so that an engine already started is stopped.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with prepare(settings) as prepared:
+            config = WorkerConfig(
+                WorkerApp(prepared, os.getpid()),
+                protocol=(settings.uvicorn_http, limits),
+                workers=settings.workers,
+                timeout_worker_healthcheck=HEALTH_CHECK_SECONDS,
+                **options,
+            )
+            sock = config.bind_socket()
+            supervisor = Multiprocess(config, sockets=[sock])
+            try:
+                supervisor.run()
+            finally:
+                sock.close()
+    except KeyboardInterrupt:
+        return 0
+    failed = [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE]
+    if failed:
+        log.error("worker %s failed to start; the server stopped", failed[0])
+        return 1
+    return 0
