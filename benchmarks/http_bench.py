@@ -1,4 +1,5 @@
-"""HTTP throughput: uvicorn with one worker, our storage or the in-memory floor, under load."""
+"""HTTP throughput: uvicorn with one worker (or two), our storage or the in-memory floor,
+under load."""
 
 from __future__ import annotations
 
@@ -29,13 +30,22 @@ CONFIGS: list[tuple[str, str, dict[str, str]]] = [
     ("ours, no gc.freeze", "real", {"GC_FREEZE": "false"}),
     ("ours, asyncio loop + h11", "real", {"UVICORN_LOOP": "asyncio", "UVICORN_HTTP": "h11"}),
     ("ours, read head-room z=0.5", "real", {"READ_HEADROOM": "0.5"}),
+    # Two worker processes, on the same cores as the load generator and DynamoDB Local.
+    ("ours, 2 workers", "real", {"WORKERS": "2"}),
 ]
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
+    """User + system CPU time of a process and its live descendants so far (Linux /proc):
+    a server with several workers is the parent and its worker processes."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+    return own + sum(cpu_seconds(child) for child in children)
 
 
 @contextmanager
