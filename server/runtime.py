@@ -159,7 +159,8 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
         shared = settings.model_copy(
             update={"dynamodb_endpoint_url": endpoint, "create_table": settings.creates_table}
         )
-        asyncio.run(_prepare_table(shared))
+        if shared.creates_table:
+            asyncio.run(_prepare_table(shared))
         if settings.port:
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
             print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
