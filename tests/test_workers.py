@@ -84,14 +84,21 @@ class Both:
     async def call(
         self, side: int, query: str, variables: dict[str, Any], sub: str | None = None
     ) -> dict[str, Any]:
+        """The answer of one process (``side``), as the moderator or ``sub``; a write that
+        met persistent contention (CONFLICT, retryable) is sent again, as a client would,
+        so that what the race leaves behind is known."""
         token = self.moderator if sub is None else mint(SECRET, sub)
-        response = await self.http.post(
-            self.servers[side % 2].graphql_url,
-            json={"query": query, "variables": variables},
-            headers={"authorization": f"Bearer {token}"},
-        )
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
+        for attempt in range(1, 6):
+            response = await self.http.post(
+                self.servers[side % 2].graphql_url,
+                json={"query": query, "variables": variables},
+                headers={"authorization": f"Bearer {token}"},
+            )
+            assert response.status_code == 200, response.text
+            body: dict[str, Any] = response.json()
+            if not any(e["extensions"]["code"] == "CONFLICT" for e in body.get("errors", [])):
+                break
+            await asyncio.sleep(0.1 * attempt)
         return body
 
     async def listing(
@@ -154,7 +161,7 @@ async def _race_creates(both: Both, pid: str) -> dict[str, str]:
     created: Counter[str] = Counter()
     for (_, author, _), result in zip(calls, results, strict=True):
         if isinstance(result, str):
-            assert result in ("LIMIT_REACHED", "CONFLICT"), result
+            assert result == "LIMIT_REACHED", result
             continue
         made.setdefault(author, set()).add(result["comment"]["commentId"])
         created[author] += result["created"]
@@ -192,7 +199,7 @@ async def _race_changes(both: Both, pid: str, comments: dict[str, str]) -> set[s
         for n in (6, 7, 12, 13):
             calls.append(both.call(v + n, VOTE, {"id": ids[n], "vote": "HELPFUL"}, f"w-voter-{v}"))
     for body in await asyncio.gather(*calls):
-        assert "errors" not in body or body["errors"][0]["extensions"]["code"] == "CONFLICT", body
+        assert "errors" not in body, body
     gone = {ids[10], ids[11], ids[12], ids[13]}
     for side in (0, 1):
         _, nodes = await both.listing(side, pid, None, None)
