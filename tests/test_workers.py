@@ -65,7 +65,8 @@ FILTERS: list[tuple[str | None, list[int] | None]] = [
     (None, [1, 2, 5]),
     ("de", [1, 3, 4, 5]),
 ]
-# Pages of 10: the listings of the test's 12 to 16 comments take two, one from each process.
+# Authors of the racing comments: with pages of 10, most listings take two pages, the
+# second through the other process.
 AUTHORS = 16
 # Each author may have one comment on a product (a limit kept in the table); the storage
 # timeout leaves room for cores shared with the engine and the other process.
