@@ -18,7 +18,7 @@ from tests.helpers import FaultyClient, client_error
 async def test_ping_returns_when_the_table_answers(table: TableRef) -> None:
     counting = FaultyClient(table.client, lambda name, kwargs: None)
     await ping(TableRef(counting, table.name))
-    assert counting.calls == ["describe_table"]
+    assert counting.calls == ["get_item"]
 
 
 async def test_ping_of_a_missing_table_is_storage_unavailable(table: TableRef) -> None:
@@ -30,7 +30,7 @@ async def test_ping_of_a_missing_table_is_storage_unavailable(table: TableRef) -
 @pytest.mark.parametrize(
     "error",
     [
-        client_error("InternalServerError", "DescribeTable"),
+        client_error("InternalServerError", "GetItem"),
         ConnectionResetError("connection reset by peer"),
         TimeoutError("read timed out"),
     ],
@@ -58,7 +58,7 @@ async def test_healthz_answers_through_ping(table: TableRef) -> None:
     async with running_api(counting, table.name) as api:
         response = await api.http.get("/healthz")
     assert (response.status_code, response.json()) == (200, {"status": "ok", "storage": "up"})
-    assert counting.calls == ["describe_table"]
+    assert counting.calls == ["get_item"]
 
 
 async def test_healthz_is_503_when_storage_is_down(
