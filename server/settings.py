@@ -70,13 +70,18 @@ class StorageSettings(BaseSettings):
     dynamodb_endpoint_url: str | None = None
     dynamodb_table: str = "comments"
     aws_region: str = _CLIENT.region
-    fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # storage.client's parser
+    # Performance switches of storage.client (see benchmarks/RESULTS.md for what each is worth).
+    fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # the attribute pass-through
+    static_user_agent: bool = _CLIENT.static_user_agent  # a User-Agent made once per client
+    lean_client_config: bool = _CLIENT.lean_config  # botocore switches for work we never need
 
     def client_settings(self) -> ClientSettings:
         return ClientSettings(
             endpoint_url=self.dynamodb_endpoint_url,
             region=self.aws_region,
             fast_attribute_parsing=self.fast_attribute_parsing,
+            static_user_agent=self.static_user_agent,
+            lean_config=self.lean_client_config,
         )
 
 
