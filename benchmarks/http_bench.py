@@ -27,6 +27,7 @@ CONFIGS: list[tuple[str, str, dict[str, str]]] = [
     ("ours, botocore attribute parsing", "real", {"FAST_ATTRIBUTE_PARSING": "false"}),
     ("ours, botocore's user agent", "real", {"STATIC_USER_AGENT": "false"}),
     ("ours, default botocore config", "real", {"LEAN_CLIENT_CONFIG": "false"}),
+    ("ours, hot reads through botocore", "real", {"DIRECT_READS": "false"}),
     ("ours, stdlib json", "real", {"ORJSON": "false"}),
     ("ours, no gc.freeze", "real", {"GC_FREEZE": "false"}),
     ("ours, asyncio loop + h11", "real", {"UVICORN_LOOP": "asyncio", "UVICORN_HTTP": "h11"}),

@@ -17,6 +17,7 @@ from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
 from aiobotocore.session import AioSession
 from botocore.config import Config
 
+from storage.direct import DirectReads
 from storage.types import DynamoClient
 
 
@@ -39,6 +40,8 @@ class ClientSettings:
     # checksums beyond what an operation requires (DynamoDB's require none; the CRC32 of
     # every response is still checked), and endpoints by account id (regional endpoints).
     lean_config: bool = True
+    # Query, GetItem and BatchGetItem without botocore's per-call machinery (storage.direct).
+    direct_reads: bool = True
 
 
 class _WireAttributeParser(AioJSONParser):  # type: ignore[misc]
@@ -129,4 +132,7 @@ async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
         config=config,
         **credentials,
     ) as client:
-        yield client
+        if settings.direct_reads:
+            yield DirectReads(client, pass_through=settings.fast_attribute_parsing)
+        else:
+            yield client

@@ -114,6 +114,7 @@ def test_table_commands_read_the_storage_settings_and_options_win(
     environment.setenv("FAST_ATTRIBUTE_PARSING", "false")
     environment.setenv("STATIC_USER_AGENT", "false")
     environment.setenv("LEAN_CLIENT_CONFIG", "false")
+    environment.setenv("DIRECT_READS", "false")
     # No JWT_SECRET: reading or writing the table needs none, only serving does.
     from_environment = storage_settings(build_parser().parse_args(["verify-stats"]))
     assert from_environment.dynamodb_table == "from_environment"
@@ -123,6 +124,7 @@ def test_table_commands_read_the_storage_settings_and_options_win(
         fast_attribute_parsing=False,
         static_user_agent=False,
         lean_config=False,
+        direct_reads=False,
     )
     options = ["--endpoint-url", "http://127.0.0.1:8001", "--table", "given", "--region", "x-1"]
     given = storage_settings(build_parser().parse_args(["explain", "p", *options]))
