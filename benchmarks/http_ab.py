@@ -33,15 +33,23 @@ from benchmarks.loadgen import run_load
 from benchmarks.run import TABLE, kinds, small_products
 from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.table import TableRef
+from storage.table import TableRef, create_table
+
+
+def _settings(endpoint_url: str) -> ClientSettings:
+    # A loaded machine can keep the engine from answering a large batch within seconds.
+    return ClientSettings(endpoint_url=endpoint_url, read_timeout=120)
+
+
+async def create(endpoint_url: str) -> None:
+    async with open_client(_settings(endpoint_url)) as client:
+        await create_table(client, TABLE)
 
 
 async def mixed_bodies(endpoint_url: str, seed: int, hot_size: int, seeded: bool) -> list[bytes]:
     """Seed the table (unless it is) and return the mixed workload's request bodies (those
     of benchmarks.run)."""
-    # A loaded machine can keep the engine from answering a large batch within seconds.
-    settings = ClientSettings(endpoint_url=endpoint_url, read_timeout=120)
-    async with open_client(settings) as client:
+    async with open_client(_settings(endpoint_url)) as client:
         table = TableRef(client, TABLE)
         if not seeded:
             await data.load(table, data.comments(seed, hot_size))
@@ -144,13 +152,16 @@ def main() -> None:
     selected += [parse_extra(spec) for spec in args.extra]
     seeded = args.data_dir is not None and any(args.data_dir.glob("*"))
     with LocalEngine(data_dir=args.data_dir) as engine, ExitStack() as stack:
-        bodies = asyncio.run(mixed_bodies(engine.endpoint_url, args.seed, args.hot_size, seeded))
+        # The servers start on the empty table: their health checks (DescribeTable, which
+        # DynamoDB Local answers by counting the items) then answer at once on a busy machine.
+        asyncio.run(create(engine.endpoint_url))
         servers: dict[str, tuple[int, int]] = {}
         for name, storage, changes in selected:
             print(f"starting {name}", file=sys.stderr, flush=True)
             servers[name] = stack.enter_context(
                 server(storage, changes, engine.endpoint_url, TABLE, args.seed, args.hot_size)
             )
+        bodies = asyncio.run(mixed_bodies(engine.endpoint_url, args.seed, args.hot_size, seeded))
         for port, _ in servers.values():
             asyncio.run(run_load("127.0.0.1", port, bodies, concurrency=16, seconds=2))
         if args.profile:
