@@ -16,6 +16,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotocoreCredentials
 from botocore.exceptions import ClientError
+from botocore.exceptions import EndpointConnectionError as EngineUnreachable
 
 from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
@@ -317,3 +318,16 @@ async def test_an_answer_that_is_not_json_is_read_as_botocore_reads_it(body: byt
         finally:
             await runner.cleanup()
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize(
+    ("url", "short"),
+    [("http://127.0.0.1:9/", True), ("http://127.0.0.1:9/some/path", False)],
+)
+async def test_an_endpoint_with_a_path_goes_the_long_way(url: str, short: bool) -> None:
+    settings = ClientSettings(endpoint_url=url, max_attempts=0, connect_timeout=0.5)
+    async with open_client(settings) as client:
+        assert isinstance(client, DirectReads)
+        with pytest.raises(EngineUnreachable):
+            await client.get_item(TableName="comments", Key={"PK": {"S": "x"}})
+        assert (client._signers["GetItem"] is not None) == short
