@@ -26,16 +26,11 @@ CONFIGS: list[tuple[str, str, dict[str, str]]] = [
     ("ours, no parser/validation caches", "real", {"GRAPHQL_CACHES": "false"}),
     ("ours, botocore attribute parsing", "real", {"FAST_ATTRIBUTE_PARSING": "false"}),
     ("ours, hot reads through botocore", "real", {"DIRECT_READS": "false"}),
-    # What the two Config switches are worth where they act: on calls botocore makes.
+    # What the user agent switch is worth where it acts: on calls botocore makes.
     (
         "ours, hot reads through botocore, its user agent",
         "real",
         {"DIRECT_READS": "false", "STATIC_USER_AGENT": "false"},
-    ),
-    (
-        "ours, hot reads through botocore, its default config",
-        "real",
-        {"DIRECT_READS": "false", "LEAN_CLIENT_CONFIG": "false"},
     ),
     ("ours, stdlib json", "real", {"ORJSON": "false"}),
     ("ours, no gc.freeze", "real", {"GC_FREEZE": "false"}),

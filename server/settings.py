@@ -73,7 +73,6 @@ class StorageSettings(BaseSettings):
     # Performance switches of storage.client (see benchmarks/RESULTS.md for what each is worth).
     fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # the attribute pass-through
     static_user_agent: bool = _CLIENT.static_user_agent  # a User-Agent made once per client
-    lean_client_config: bool = _CLIENT.lean_config  # botocore switches for work we never need
     direct_reads: bool = _CLIENT.direct_reads  # the hot reads without botocore's machinery
 
     def client_settings(self) -> ClientSettings:
@@ -82,7 +81,6 @@ class StorageSettings(BaseSettings):
             region=self.aws_region,
             fast_attribute_parsing=self.fast_attribute_parsing,
             static_user_agent=self.static_user_agent,
-            lean_config=self.lean_client_config,
             direct_reads=self.direct_reads,
         )
 

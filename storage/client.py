@@ -35,11 +35,6 @@ class ClientSettings:
     # A User-Agent made once per client (botocore's Config.user_agent) instead of one that
     # botocore assembles and sanitises from about forty parts, twice per call.
     static_user_agent: bool = True
-    # botocore's documented switches for work our calls never need: client-side parameter
-    # validation (the service validates too, and either failure is StorageUnavailable),
-    # checksums beyond what an operation requires (DynamoDB's require none; the CRC32 of
-    # every response is still checked), and endpoints by account id (regional endpoints).
-    lean_config: bool = True
     # Query, GetItem and BatchGetItem without botocore's per-call machinery (storage.direct).
     direct_reads: bool = True
 
@@ -96,13 +91,6 @@ def client_config_options(settings: ClientSettings) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if settings.static_user_agent:
         options["user_agent"] = USER_AGENT
-    if settings.lean_config:
-        options |= {
-            "parameter_validation": False,
-            "request_checksum_calculation": "when_required",
-            "response_checksum_validation": "when_required",
-            "account_id_endpoint_mode": "disabled",
-        }
     return options
 
 

@@ -4,7 +4,9 @@ botocore spends about a millisecond of CPU on every call before and after the ne
 events, parameter checks, serialisation, endpoint rules, user agent, signing, parsing. The
 three reads every page makes go a shorter way when ``ClientSettings.direct_reads`` is on:
 
-- the body is the parameters as JSON (they are in DynamoDB's wire format already);
+- the body is the parameters as JSON (they are in DynamoDB's wire format already), not
+  checked against the model first: DynamoDB checks them, and either refusal is
+  StorageUnavailable at the seam;
 - the endpoint comes from botocore's own endpoint rules, once per operation;
 - ``SigV4`` signs as botocore's signer does (the tests compare the two), with the signing
   key derived once a day instead of on every call;

@@ -11,7 +11,13 @@ from aiobotocore.parsers import AioJSONParser
 from aiobotocore.session import AioSession
 
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, _WireAttributeParser, client_config_options, open_client
+from storage.client import (
+    USER_AGENT,
+    ClientSettings,
+    _WireAttributeParser,
+    client_config_options,
+    open_client,
+)
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
 from storage.table import TableRef
@@ -81,9 +87,6 @@ async def test_listings_equal_with_and_without_pass_through(
 
 def test_switches_are_botocore_config_options() -> None:
     options = client_config_options(ClientSettings())
-    assert options["user_agent"].startswith("product-comments ")
-    assert options["parameter_validation"] is False
-    assert options["request_checksum_calculation"] == "when_required"
-    assert options["response_checksum_validation"] == "when_required"
-    assert options["account_id_endpoint_mode"] == "disabled"
-    assert client_config_options(ClientSettings(static_user_agent=False, lean_config=False)) == {}
+    assert options == {"user_agent": USER_AGENT}
+    assert USER_AGENT.startswith("product-comments ")
+    assert client_config_options(ClientSettings(static_user_agent=False)) == {}

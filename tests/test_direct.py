@@ -99,10 +99,9 @@ SWITCHES: list[dict[str, Any]] = [
     {},
     {"direct_reads": False},
     {"static_user_agent": False},
-    {"lean_config": False},
     {"fast_attribute_parsing": False},
     {"fast_attribute_parsing": False, "direct_reads": False},
-    {"direct_reads": False, "static_user_agent": False, "lean_config": False},
+    {"direct_reads": False, "static_user_agent": False},
 ]
 
 

@@ -113,7 +113,6 @@ def test_table_commands_read_the_storage_settings_and_options_win(
     environment.setenv("AWS_REGION", "eu-west-1")
     environment.setenv("FAST_ATTRIBUTE_PARSING", "false")
     environment.setenv("STATIC_USER_AGENT", "false")
-    environment.setenv("LEAN_CLIENT_CONFIG", "false")
     environment.setenv("DIRECT_READS", "false")
     # No JWT_SECRET: reading or writing the table needs none, only serving does.
     from_environment = storage_settings(build_parser().parse_args(["verify-stats"]))
@@ -123,7 +122,6 @@ def test_table_commands_read_the_storage_settings_and_options_win(
         region="eu-west-1",
         fast_attribute_parsing=False,
         static_user_agent=False,
-        lean_config=False,
         direct_reads=False,
     )
     options = ["--endpoint-url", "http://127.0.0.1:8001", "--table", "given", "--region", "x-1"]
