@@ -54,9 +54,15 @@ OPERATIONS = {"query": "Query", "get_item": "GetItem", "batch_get_item": "BatchG
 # client) sends the operation the long way.
 KNOWN_HANDLERS: dict[str, frozenset[str]] = {
     "provide-client-params": frozenset(),
-    # Idempotency tokens and S3's checksum modes: these reads have neither.
+    # Idempotency tokens and S3's checksum modes: these reads have neither; and a check that
+    # refuses operations requiring endpoint discovery while it is off: none of these does
+    # (with discovery on, its own handlers send them the long way).
     "before-parameter-build": frozenset(
-        {"generate_idempotent_uuid", "_handle_request_validation_mode_member"}
+        {
+            "generate_idempotent_uuid",
+            "_handle_request_validation_mode_member",
+            "block_endpoint_discovery_required_operations",
+        }
     ),
     "before-endpoint-resolution": frozenset(),
     # The first is called here too; the second adds headers for other services only.

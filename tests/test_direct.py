@@ -330,3 +330,25 @@ async def test_an_endpoint_with_a_path_goes_the_long_way(url: str, short: bool) 
         with pytest.raises(EngineUnreachable):
             await client.get_item(TableName="comments", Key={"PK": {"S": "x"}})
         assert (client._signers["GetItem"] is not None) == short
+
+
+@pytest.mark.parametrize(
+    ("region", "discovery", "url"),
+    [
+        ("eu-west-1", "false", "https://dynamodb.eu-west-1.amazonaws.com"),
+        ("cn-north-1", "false", "https://dynamodb.cn-north-1.amazonaws.com.cn"),
+        ("eu-west-1", "true", None),
+    ],
+)
+async def test_aws_endpoints_come_from_botocores_rules(
+    monkeypatch: pytest.MonkeyPatch, region: str, discovery: str, url: str | None
+) -> None:
+    """AWS's regional endpoints go the short way; with endpoint discovery on, botocore's
+    handlers for it send the calls the long way."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("AWS_ENDPOINT_DISCOVERY_ENABLED", discovery)
+    async with open_client(ClientSettings(region=region)) as client:
+        assert isinstance(client, DirectReads)
+        signer = await client._resolve("Query", {"TableName": "comments"})
+        assert (signer and signer.target) == (url and Target(url, region, "dynamodb"))
