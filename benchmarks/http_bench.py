@@ -26,6 +26,13 @@ CONFIGS: list[tuple[str, str, dict[str, str]]] = [
     ("floor", "fake", {}),
     ("ours, no parser/validation caches", "real", {"GRAPHQL_CACHES": "false"}),
     ("ours, botocore attribute parsing", "real", {"FAST_ATTRIBUTE_PARSING": "false"}),
+    ("ours, hot reads through botocore", "real", {"DIRECT_READS": "false"}),
+    # What the user agent switch is worth where it acts: on calls botocore makes.
+    (
+        "ours, hot reads through botocore, its user agent",
+        "real",
+        {"DIRECT_READS": "false", "STATIC_USER_AGENT": "false"},
+    ),
     ("ours, stdlib json", "real", {"ORJSON": "false"}),
     ("ours, no gc.freeze", "real", {"GC_FREEZE": "false"}),
     ("ours, asyncio loop + h11", "real", {"UVICORN_LOOP": "asyncio", "UVICORN_HTTP": "h11"}),

@@ -74,13 +74,18 @@ class StorageSettings(BaseSettings):
     dynamodb_endpoint_url: str | None = None
     dynamodb_table: str = "comments"
     aws_region: str = _CLIENT.region
-    fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # storage.client's parser
+    # Performance switches of storage.client (see benchmarks/RESULTS.md for what each is worth).
+    fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # the attribute pass-through
+    static_user_agent: bool = _CLIENT.static_user_agent  # a User-Agent made once per client
+    direct_reads: bool = _CLIENT.direct_reads  # the hot reads without botocore's machinery
 
     def client_settings(self) -> ClientSettings:
         return ClientSettings(
             endpoint_url=self.dynamodb_endpoint_url,
             region=self.aws_region,
             fast_attribute_parsing=self.fast_attribute_parsing,
+            static_user_agent=self.static_user_agent,
+            direct_reads=self.direct_reads,
         )
 
 

@@ -1,4 +1,5 @@
-"""The client's attribute pass-through parser gives what botocore's own parser gives."""
+"""The client's attribute pass-through parser gives what botocore's own parser gives; the
+client's switches are botocore's documented options."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from aiobotocore.parsers import AioJSONParser
 from aiobotocore.session import AioSession
 
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, _WireAttributeParser, open_client
+from storage.client import (
+    USER_AGENT,
+    ClientSettings,
+    _WireAttributeParser,
+    client_config_options,
+    open_client,
+)
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
 from storage.table import TableRef
@@ -76,3 +83,10 @@ async def test_listings_equal_with_and_without_pass_through(
             )
     assert pages[0].comments == pages[1].comments
     assert len(pages[0].comments) == 12
+
+
+def test_switches_are_botocore_config_options() -> None:
+    options = client_config_options(ClientSettings())
+    assert options == {"user_agent": USER_AGENT}
+    assert USER_AGENT.startswith("product-comments ")
+    assert client_config_options(ClientSettings(static_user_agent=False)) == {}

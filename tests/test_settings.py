@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,7 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def test_defaults_are_those_of_the_layers_they_configure(environment: pytest.MonkeyPatch) -> None:
     settings = Settings()
     client = ClientSettings()
+    assert settings.client_settings() == replace(client, endpoint_url=None)
     assert (settings.aws_region, settings.fast_attribute_parsing) == (
         client.region,
         client.fast_attribute_parsing,
@@ -110,6 +112,8 @@ def test_table_commands_read_the_storage_settings_and_options_win(
     environment.setenv("DYNAMODB_TABLE", "from_environment")
     environment.setenv("AWS_REGION", "eu-west-1")
     environment.setenv("FAST_ATTRIBUTE_PARSING", "false")
+    environment.setenv("STATIC_USER_AGENT", "false")
+    environment.setenv("DIRECT_READS", "false")
     # No JWT_SECRET: reading or writing the table needs none, only serving does.
     from_environment = storage_settings(build_parser().parse_args(["verify-stats"]))
     assert from_environment.dynamodb_table == "from_environment"
@@ -117,6 +121,8 @@ def test_table_commands_read_the_storage_settings_and_options_win(
         endpoint_url="http://dynamodb.internal:8000",
         region="eu-west-1",
         fast_attribute_parsing=False,
+        static_user_agent=False,
+        direct_reads=False,
     )
     options = ["--endpoint-url", "http://127.0.0.1:8001", "--table", "given", "--region", "x-1"]
     given = storage_settings(build_parser().parse_args(["explain", "p", *options]))
