@@ -289,6 +289,10 @@ def write_results_md(
             "```",
         ]
     lines += ["", *issue_targets.capacity_section(results), *_extra_sections(extras or {})]
+    cpu = HERE / "CPU.md"
+    if cpu.exists():
+        # The per-call CPU study: measured by benchmarks.http_ab, kept with the results.
+        lines += ["", "#" + cpu.read_text().rstrip()]
     lines += ["", "## Notes", "", *NOTES, *results.get("notes", [])]
     out = HERE / "RESULTS.md"
     out.write_text("\n".join(lines) + "\n")
