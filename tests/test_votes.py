@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 
 import pytest
 
 from storage.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.model import ModerationMode, NewComment, Vote
 from storage.table import TableRef
+from storage.types import DynamoClient, Response
 from storage.verify import repair, verify
+from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment
 from storage.writes.children import has_children
 from storage.writes.delete import delete_comment
@@ -118,5 +121,37 @@ async def test_a_deleted_comment_takes_its_votes_along(fresh: TableRef) -> None:
     assert comment is not None
     assert has_children(comment)
     await delete_comment(fresh, cid)
+    assert await read_vote(fresh, cid, "bob") is None
+    assert (await verify(fresh)).exact
+
+
+class _WithdrawnAfterTheVoteIsRead(ClientWrapper):
+    """Lets the first read of the viewer's vote answer, then withdraws that vote through
+    another writer before the comment is read: the request sees the vote it had and the
+    counts without it."""
+
+    def __init__(self, inner: DynamoClient, table: str, comment_id: str) -> None:
+        super().__init__(inner)
+        self.other = TableRef(inner, table)
+        self.comment_id = comment_id
+        self.done = False
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        response = await super()._call(operation, kwargs)
+        sk = kwargs.get("Key", {}).get("SK", {}).get("S", "")
+        if operation == "get_item" and sk.startswith("VOTE#") and not self.done:
+            self.done = True
+            await vote_helpful(self.other, self.comment_id, voter="bob", vote=None)
+        return response
+
+
+async def test_a_vote_withdrawn_between_the_two_reads_is_read_again(fresh: TableRef) -> None:
+    # The vote item and the comment are read one after the other: a withdrawal committed
+    # between them made the counts go below zero (a ValueError, a failed request).
+    cid = await made(fresh)
+    await vote_helpful(fresh, cid, voter="bob", vote=Vote.HELPFUL)
+    torn = TableRef(_WithdrawnAfterTheVoteIsRead(fresh.client, fresh.name, cid), fresh.name)
+    result = await vote_helpful(torn, cid, voter="bob", vote=None)
+    assert (result.comment.helpful, result.comment.not_helpful) == (0, 0)
     assert await read_vote(fresh, cid, "bob") is None
     assert (await verify(fresh)).exact

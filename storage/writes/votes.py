@@ -113,8 +113,13 @@ async def vote_helpful(
                 raise NotPublished("only published comments can be voted on")
             if current is vote:
                 raise _Unchanged("the vote is already this one")
+            after = counted(c, current, vote)
+            if after.helpful < 0 or after.not_helpful < 0:
+                # The vote was read before the comment, and changed in between: the
+                # counts no longer hold it. Read the vote again.
+                raise _VoteMoved("the vote changed between the two reads")
             return Change(
-                counted(c, current, vote),
+                after,
                 parts=(_vote_part(table, comment_id, voter, current, vote, now),),
                 refusals=((PART, lambda: _VoteMoved("the vote changed meanwhile")),),
             )
