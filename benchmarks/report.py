@@ -105,9 +105,11 @@ def targets(
     ]
     deepest = max(unfiltered_deep, key=lambda k: k["kind"]["page"])
     deep, depth = deepest["ours"], deepest["kind"]["page"]
+    numbered = [*issue_targets.rows(results), *_extra_rows(extras or {})]
+    # In the issue's order (each row starts with its target's number).
+    numbered.sort(key=lambda row: int(row[0].split(".", 1)[0]))
     return [
-        *issue_targets.rows(results),
-        *_extra_rows(extras or {}),
+        *numbered,
         (
             f"page {depth} within 1.2x of page 1 in latency",
             f"{deep['p50_ms'] / first['p50_ms']:.2f}x",
