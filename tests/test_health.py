@@ -75,11 +75,11 @@ async def test_healthz_is_503_when_storage_is_down(
 
 
 class _SlowTable(FaultyClient):
-    """DescribeTable answers after longer than the request's storage deadline."""
+    """GetItem (the ping's call) answers after longer than the request's storage deadline."""
 
-    async def describe_table(self, **kwargs: Any) -> dict[str, Any]:
+    async def get_item(self, **kwargs: Any) -> dict[str, Any]:
         await asyncio.sleep(5)
-        return await super().describe_table(**kwargs)
+        return await super().get_item(**kwargs)
 
 
 async def test_healthz_is_503_when_storage_answers_too_late(

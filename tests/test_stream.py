@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 
 from server.local_engine import LocalEngine
 from storage.events import CommentEvent, EventKind, comment_event, fresh_counts
-from storage.indexes import table_definition
+from storage.indexes import STREAM_SPECIFICATION, table_definition
 from storage.model import NewComment, RatingCounts
 from storage.reads import get_counts
 from storage.stream import Change, StreamFollower
@@ -39,11 +39,13 @@ async def streams(engine: LocalEngine) -> AsyncIterator[Any]:
 
 
 async def _streamed_table(client: DynamoClient) -> tuple[TableRef, str]:
-    """A table of the project's shape, stream on, of its own (so that its stream holds only
-    this test's changes); no TTL: DynamoDB Local keeps a thread per table with TTL, and
+    """A table of the project's shape with its stream on, of its own (so that its stream
+    holds only this test's changes); no TTL: DynamoDB Local keeps a thread per table with TTL, and
     the suite's engine has enough of those."""
     name = f"stream_{uuid.uuid4().hex[:10]}"
-    await client.create_table(**table_definition(name))
+    await client.create_table(
+        **table_definition(name), StreamSpecification=dict(STREAM_SPECIFICATION)
+    )
     for _ in range(200):
         described = (await client.describe_table(TableName=name))["Table"]
         statuses = [described["TableStatus"]]
