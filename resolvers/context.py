@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from resolvers.auth import TokenRules, Viewer, authenticate
@@ -13,6 +14,7 @@ from resolvers.authors import author_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
 from storage.errors import CallBudgetExceeded, StorageError
+from storage.feed import Feed
 from storage.metering import Meter, MeteredClient
 from storage.model import ModerationMode
 from storage.planner import DEFAULT_TUNING, Tuning
@@ -44,6 +46,12 @@ class Context:
     report_threshold: int = DEFAULT_THRESHOLD
     # Seconds a storage call may take: the request's deadline, and that of tidy-ups.
     storage_timeout: float = 5.0
+    # The application's own table (not metered), from which ``renew`` makes a fresh view.
+    app_table: TableRef | None = None
+    # The process's feed of the table's stream (subscriptions); None: live updates are off.
+    feed: Feed | None = None
+    # What a WebSocket client sent with connection_init (Strawberry sets it).
+    connection_params: dict[str, object] | None = None
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error)."""
@@ -104,6 +112,24 @@ class Context:
         """Allow this request at most ``budget`` storage calls (its accepted cost)."""
         self.meter.budget = budget
 
+    def for_operation(self) -> Context:
+        """A context of its own for one operation on a WebSocket connection: the
+        connection's caller, a new request id, meter, loaders and deadline."""
+        operation = replace(self, request_id=uuid.uuid4().hex)
+        operation.renew()
+        return operation
+
+    def renew(self) -> None:
+        """Start a new round of work in this context (one subscription event is one): a
+        new meter with the same budget of calls, new loaders (nothing cached from the last
+        event), a new deadline. The caller and the request id stay."""
+        if self.app_table is None:
+            raise RuntimeError("a context made without its application's table")
+        self.meter = Meter(budget=self.meter.budget)
+        self.table = _metered(self.app_table, self.meter)
+        self.deadline = asyncio.get_running_loop().time() + self.storage_timeout
+        self.loaders = Loaders.for_request(self.table, self.deadline)
+
 
 def make_context(
     app_table: TableRef,
@@ -118,16 +144,12 @@ def make_context(
     explain: bool = True,
     moderation: ModerationMode = ModerationMode.POST,
     report_threshold: int = DEFAULT_THRESHOLD,
+    feed: Feed | None = None,
 ) -> Context:
     """A fresh context: new meter, new loaders; the app's client, 5-star locks and plan
     memory."""
     meter = Meter()
-    table = TableRef(
-        MeteredClient(app_table.client, meter),
-        app_table.name,
-        five_star_locks=app_table.five_star_locks,
-        memory=app_table.memory,
-    )
+    table = _metered(app_table, meter)
     deadline = asyncio.get_running_loop().time() + storage_timeout
     return Context(
         table=table,
@@ -144,4 +166,16 @@ def make_context(
         moderation=moderation,
         report_threshold=report_threshold,
         storage_timeout=storage_timeout,
+        app_table=app_table,
+        feed=feed,
+    )
+
+
+def _metered(app_table: TableRef, meter: Meter) -> TableRef:
+    """The application's table seen through ``meter``."""
+    return TableRef(
+        MeteredClient(app_table.client, meter),
+        app_table.name,
+        five_star_locks=app_table.five_star_locks,
+        memory=app_table.memory,
     )

@@ -7,7 +7,10 @@
     ├── Conflict               CONFLICT (retryable)
     ├── RateLimited            RATE_LIMITED (retryable; extensions.retryAfter in seconds)
     ├── QueryTooComplex        QUERY_TOO_COMPLEX
-    └── Unavailable            STORAGE_UNAVAILABLE (retryable)
+    ├── Unavailable            STORAGE_UNAVAILABLE (retryable)
+    ├── LiveUpdatesUnavailable LIVE_UPDATES_UNAVAILABLE (retryable)
+    ├── TooManySubscriptions   TOO_MANY_SUBSCRIPTIONS (retryable)
+    └── SubscriptionEnded      EVENTS_LOST, TOO_SLOW or STORAGE_UNAVAILABLE (resubscribe)
 
 Storage errors are mapped by ``from_storage``; their messages were written for clients
 (no engine details), so they pass through. Anything else is masked by the schema layer.
@@ -89,18 +92,54 @@ class Unavailable(ApiError):
     retryable = True
 
 
-CODES = frozenset(
-    cls.code
-    for cls in (
-        BadUserInput,
-        Unauthenticated,
-        Forbidden,
-        Conflict,
-        RateLimited,
-        QueryTooComplex,
-        Unavailable,
+class LiveUpdatesUnavailable(ApiError):
+    """This server does not follow the table's stream right now (it has none, or the
+    follower is starting again): subscriptions are refused, and may be retried."""
+
+    code = "LIVE_UPDATES_UNAVAILABLE"
+    retryable = True
+
+
+class TooManySubscriptions(ApiError):
+    """The connection or the server holds as many subscriptions as it may."""
+
+    code = "TOO_MANY_SUBSCRIPTIONS"
+    retryable = True
+
+
+# Why the server ends a subscription (storage.feed.Ended): the client subscribes again and
+# reloads what it shows, since events may be missing.
+ENDED_CODES = frozenset({"EVENTS_LOST", "TOO_SLOW", "STORAGE_UNAVAILABLE"})
+
+
+class SubscriptionEnded(ApiError):
+    """The server ended a subscription; ``code`` says why (one of ``ENDED_CODES``)."""
+
+    retryable = True
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code if code in ENDED_CODES else "EVENTS_LOST"
+
+
+CODES = (
+    frozenset(
+        cls.code
+        for cls in (
+            BadUserInput,
+            Unauthenticated,
+            Forbidden,
+            Conflict,
+            RateLimited,
+            QueryTooComplex,
+            Unavailable,
+            LiveUpdatesUnavailable,
+            TooManySubscriptions,
+        )
     )
-) | {"INTERNAL_SERVER_ERROR"}
+    | ENDED_CODES
+    | {"INTERNAL_SERVER_ERROR"}
+)
 
 
 def from_storage(exc: BaseException) -> ApiError | None:

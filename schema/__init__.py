@@ -26,6 +26,7 @@ from schema.mutation import Mutation
 from schema.products.types import Product
 from schema.query import Query
 from schema.scalars import SCALARS
+from schema.subscription import Subscription
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ def build_schema(
     return CommentsSchema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         types=[Product, Comment],
         extensions=extensions,
         config=StrawberryConfig(auto_camel_case=True, scalar_map=SCALARS),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -15,7 +16,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
@@ -23,9 +24,11 @@ from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData, process_res
 from strawberry.http.base import BaseRequestProtocol
 from strawberry.http.parse_content_type import parse_content_type
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
+from strawberry.types.unset import UNSET, UnsetType
 
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
@@ -41,6 +44,7 @@ from server.http_cache import NO_STORE, Conditional
 from server.persisted import PersistedQueries, load_manifest
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
+from server.subscriptions import SubscriptionHandler, SubscriptionLimits, authorize
 from server.transport import (
     GRAPHQL_RESPONSE_JSON,
     JSON,
@@ -79,7 +83,10 @@ GZIP_LEVEL = 6
 class GraphQLApp(GraphQL[Context, None]):
     """Strawberry's ASGI view with our per-request context, speaking GraphQL over HTTP
     (server.transport): queries over GET and POST, mutations over POST, the response's
-    media type and status from the Accept header and the result."""
+    media type and status from the Accept header and the result; subscriptions over
+    WebSocket (server.subscriptions)."""
+
+    graphql_transport_ws_handler_class = SubscriptionHandler
 
     def __init__(self, settings: Settings, ide: GraphiQLPage | None = None) -> None:
         schema = build_schema(
@@ -96,6 +103,19 @@ class GraphQLApp(GraphQL[Context, None]):
             schema,
             graphql_ide="graphiql" if ide is not None else None,
             allow_queries_via_get=True,
+            # graphql-transport-ws only: its limits are ours (server.subscriptions).
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            connection_init_wait_timeout=timedelta(seconds=settings.connection_init_seconds),
+            max_subscriptions_per_connection=None,
+            # A page of another origin may open a socket only where CORS lets it read.
+            allowed_origins=settings.cors_origins,
+        )
+        self.subscription_limits = SubscriptionLimits(
+            per_connection=settings.subscriptions_per_connection,
+            idle_seconds=settings.subscription_idle_seconds,
+            max_cost=settings.max_query_cost,
+            max_nodes=settings.max_response_nodes,
+            suggestions=settings.suggestions_on,
         )
         trusted = None
         if settings.trusted_documents is not None:
@@ -267,7 +287,13 @@ class GraphQLApp(GraphQL[Context, None]):
             explain=runtime.settings.explain_on,
             moderation=runtime.settings.moderation_mode,
             report_threshold=runtime.settings.report_threshold,
+            feed=runtime.feed,
         )
+
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        authorize(context)
+        unset: UnsetType = UNSET
+        return unset
 
     async def process_result(
         self, request: Request, result: ExecutionResult
@@ -380,11 +406,14 @@ def create_app(
         ),
         Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
     ]
-    routes = [Route("/healthz", healthz)]
+    routes: list[BaseRoute] = [Route("/healthz", healthz)]
     ide = GraphiQLPage.load() if settings.graphiql_on else None
     if ide is not None:
         routes.append(Route(ASSET_PATH + "/{name}", ide.asset))
-    routes.append(Route("/graphql", GraphQLApp(settings, ide)))
+    graphql = GraphQLApp(settings, ide)
+    routes.append(Route("/graphql", graphql))
+    # The same view answers WebSocket upgrades there (subscriptions).
+    routes.append(WebSocketRoute("/graphql", graphql))
     app = Starlette(
         routes=routes,
         middleware=middleware,

@@ -430,6 +430,8 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         "limit_concurrency": settings.max_connections,
         "server_header": False,
         "access_log": settings.access_log,
+        # A WebSocket message may be as large as a request body, not uvicorn's 16 MiB.
+        "ws_max_size": settings.max_body_bytes,
     }
 
 

@@ -25,8 +25,10 @@ from contextlib import (
     ExitStack,
     asynccontextmanager,
     contextmanager,
+    suppress,
 )
 from dataclasses import dataclass, replace
+from typing import Any
 
 from starlette.applications import Starlette
 
@@ -36,14 +38,20 @@ from server.local_engine import LocalEngine
 from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
-from storage.client import open_client
+from storage.client import open_client, open_streams_client
+from storage.errors import StorageError
+from storage.feed import Feed
 from storage.planner import Tuning
 from storage.snapshots import PlanMemory
+from storage.stream import Change, StreamFollower, stream_arn
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from storage.writes import WriteLimits
 
 log = logging.getLogger("comments.server")
+
+# Seconds between looks for the stream of a table that has none.
+STREAM_RECHECK_SECONDS = 60.0
 
 # Seconds a printed dev token lives (at most; JWT_MAX_LIFETIME may be shorter).
 DEV_TOKEN_LIFETIME = 24 * 3600
@@ -58,6 +66,8 @@ class Runtime:
     tokens: TokenRules
     settings: Settings
     dev_token: str | None = None
+    # The process's feed of the table's stream; None when live updates are off.
+    feed: Feed | None = None
 
     @property
     def tuning(self) -> Tuning:
@@ -121,12 +131,12 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     """Open storage and settle the token rules; close storage when the block ends."""
     async with AsyncExitStack() as stack:
-        table = await _open_table(stack, settings, client)
+        table, feed = await _open_table(stack, settings, client)
         if settings.port:  # 0: the port is chosen when the socket binds, unknown here
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
             print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
         rules, dev_token = _token_rules(settings)
-        yield Runtime(table, rules, settings, dev_token)
+        yield Runtime(table, rules, settings, dev_token, feed)
 
 
 @asynccontextmanager
@@ -137,8 +147,9 @@ async def open_worker(prepared: Prepared) -> AsyncIterator[Runtime]:
     if settings.jwt_secret is None or settings.embedded:
         raise RuntimeError("a worker needs the endpoint and the secret its parent settled")
     async with AsyncExitStack() as stack:
-        table = await _open_table(stack, settings, None)
-        yield Runtime(table, _rules(settings, settings.jwt_secret), settings, prepared.dev_token)
+        table, feed = await _open_table(stack, settings, None)
+        rules = _rules(settings, settings.jwt_secret)
+        yield Runtime(table, rules, settings, prepared.dev_token, feed)
 
 
 @contextmanager
@@ -173,7 +184,7 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
 
 async def _prepare_table(settings: Settings) -> None:
     async with AsyncExitStack() as stack:
-        await _open_table(stack, settings, None)
+        await _open_table(stack, settings, None, follow=False)
 
 
 def local_url(settings: Settings) -> str:
@@ -186,11 +197,18 @@ def local_url(settings: Settings) -> str:
 
 
 async def _open_table(
-    stack: AsyncExitStack, settings: Settings, client: DynamoClient | None
-) -> TableRef:
+    stack: AsyncExitStack,
+    settings: Settings,
+    client: DynamoClient | None,
+    *,
+    follow: bool = True,
+) -> tuple[TableRef, Feed | None]:
+    """The table (created where the settings ask), and the feed of its stream when live
+    updates are on and ``follow`` (the parent of workers only prepares the table)."""
     if client is not None:
-        # Storage supplied from outside is the caller's to prepare: no table is created.
-        return TableRef(client, settings.dynamodb_table, memory=_memory(settings))
+        # Storage supplied from outside is the caller's to prepare: no table is created,
+        # no stream followed.
+        return TableRef(client, settings.dynamodb_table, memory=_memory(settings)), None
     client_settings = settings.client_settings()
     if settings.embedded:
         engine = LocalEngine(data_dir=settings.data_dir)
@@ -201,10 +219,62 @@ async def _open_table(
     opened = await stack.enter_async_context(open_client(client_settings))
     table = TableRef(opened, settings.dynamodb_table, memory=_memory(settings))
     if settings.creates_table:
-        created = await create_table(opened, settings.dynamodb_table)
+        created = await create_table(opened, settings.dynamodb_table, stream=settings.live_updates)
         if created and settings.seed_demo:
             await _seed_demo(table, settings)
-    return table
+    feed = None
+    if settings.live_updates and follow:
+        streams = await stack.enter_async_context(open_streams_client(client_settings))
+        feed = Feed(
+            table,
+            queue_size=settings.subscription_queue,
+            max_subscribers=settings.subscriptions_per_process,
+        )
+        task = asyncio.create_task(_follow(feed, streams, settings.stream_poll_seconds))
+        stack.push_async_callback(_stop_following, feed, task)
+    return table, feed
+
+
+async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
+    """Follow the table's stream for as long as the process runs; while the table has no
+    stream, look again every minute (migrate-table may turn it on)."""
+    warned = False
+    while True:
+        try:
+            arn = await stream_arn(feed.table)
+        except StorageError as exc:
+            log.warning("live updates: describing the table failed (%s)", type(exc).__name__)
+            await asyncio.sleep(STREAM_RECHECK_SECONDS)
+            continue
+        if arn is not None:
+            break
+        if not warned:
+            log.warning(
+                "live updates: table %r has no stream of new and old images; subscriptions "
+                "are refused until it has one (comments migrate-table turns it on)",
+                feed.table.name,
+            )
+            warned = True
+        await asyncio.sleep(STREAM_RECHECK_SECONDS)
+
+    def lost(reason: str) -> None:
+        log.warning("live updates: %s", reason)
+        feed.interrupt(
+            "EVENTS_LOST",
+            "Changes of the table were lost to this server; subscribe again and reload.",
+        )
+
+    def batches() -> AsyncIterator[list[Change]]:
+        return StreamFollower(streams, arn, poll_seconds=poll_seconds, on_gap=lost).batches()
+
+    await feed.follow(batches)
+
+
+async def _stop_following(feed: Feed, task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with suppress(asyncio.CancelledError):
+        await task
+    feed.interrupt("EVENTS_LOST", "The server is shutting down; subscribe again.")
 
 
 def _memory(settings: Settings) -> PlanMemory:

@@ -14,6 +14,7 @@ from schema import SchemaOptions
 from server.demo import DEMO_PRODUCTS
 from server.http_cache import CachePolicy
 from storage.client import ClientSettings
+from storage.feed import DEFAULT_QUEUE
 from storage.model import ModerationMode
 from storage.planner import DEFAULT_TUNING
 from storage.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY
@@ -210,6 +211,22 @@ class Settings(StorageSettings, TokenSettings):
     uvicorn_http: Literal["auto", "h11", "httptools"] = "auto"
     access_log: bool = True
     demo_products: int = Field(default=DEMO_PRODUCTS, ge=0)
+    # Live updates: each process follows the table's stream (a table made with
+    # CREATE_TABLE gets one; migrate-table turns it on for an older one) and serves the
+    # commentEvents subscription over WebSocket. Off: no stream is followed, subscriptions
+    # are refused with LIVE_UPDATES_UNAVAILABLE, and a table this start creates has none.
+    live_updates: bool = True
+    # Seconds between polls of a quiet stream (each poll is one GetRecords per open shard).
+    stream_poll_seconds: float = Field(default=0.25, gt=0, le=10)
+    # Subscriptions one WebSocket connection, and one process, may hold.
+    subscriptions_per_connection: int = Field(default=10, ge=1, le=1000)
+    subscriptions_per_process: int = Field(default=10_000, ge=1, le=1_000_000)
+    # Events waiting for one subscriber before it is ended as TOO_SLOW.
+    subscription_queue: int = Field(default=DEFAULT_QUEUE, ge=1, le=10_000)
+    # Seconds a connection may stay without a subscription (then closed, 4000), and may
+    # take to send connection_init (then closed, 4408).
+    subscription_idle_seconds: float = Field(default=300, gt=0, le=86400)
+    connection_init_seconds: float = Field(default=10, gt=0, le=600)
 
     @field_validator("cors_origins", "cors_allow_headers", mode="before")
     @classmethod

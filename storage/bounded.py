@@ -21,6 +21,10 @@ class BoundedCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def clear(self) -> None:
+        self._entries.clear()
+        self.bytes = 0
+
     def values(self) -> list[V]:
         return [value for value, _ in self._entries.values()]
 

@@ -94,21 +94,27 @@ def client_config_options(settings: ClientSettings) -> dict[str, Any]:
     return options
 
 
-@asynccontextmanager
-async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
-    """Yield a DynamoDB client; local endpoints get placeholder credentials if none are set."""
-    credentials: dict[str, str] = {}
+def _credentials(settings: ClientSettings) -> dict[str, str]:
     if is_local_endpoint(settings.endpoint_url) and not os.environ.get("AWS_ACCESS_KEY_ID"):
         # DynamoDB Local checks that credentials exist, not what they are. AWS endpoints get
         # the normal credential chain (environment, profile, instance or task role).
-        credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-    config = Config(
+        return {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    return {}
+
+
+def _config(settings: ClientSettings) -> Config:
+    return Config(
         retries={"mode": "standard", "max_attempts": settings.max_attempts},
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
         max_pool_connections=settings.max_pool_connections,
         **client_config_options(settings),
     )
+
+
+@asynccontextmanager
+async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
+    """Yield a DynamoDB client; local endpoints get placeholder credentials if none are set."""
     core = AioSession()
     if settings.fast_attribute_parsing:
         core.register_component("response_parser_factory", _ParserFactory())
@@ -117,10 +123,25 @@ async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
         "dynamodb",
         region_name=settings.region,
         endpoint_url=settings.endpoint_url,
-        config=config,
-        **credentials,
+        config=_config(settings),
+        **_credentials(settings),
     ) as client:
         if settings.direct_reads:
             yield DirectReads(client, pass_through=settings.fast_attribute_parsing)
         else:
             yield client
+
+
+@asynccontextmanager
+async def open_streams_client(settings: ClientSettings) -> AsyncIterator[Any]:
+    """Yield a DynamoDB Streams client for the same endpoint and credentials: the one a
+    process follows the table's stream with (``storage.stream``)."""
+    session = aioboto3.Session()
+    async with session.client(
+        "dynamodbstreams",
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        config=_config(settings),
+        **_credentials(settings),
+    ) as client:
+        yield client

@@ -2,14 +2,23 @@
 
 From the stream's changes (``storage.stream``), a pure translation:
 
-- a comment that becomes PUBLISHED (created published, approved, restored) is PUBLISHED;
-- a published comment whose text, title, rating, language or merchant reply changed is
-  EDITED (helpful counts move with every vote and are not an edit);
-- a comment that leaves PUBLISHED for any reason (deleted, rejected, sent back to the
-  queue by reports) is REMOVED;
+- ``comment_change`` keeps a change of a comment item as the comment before and after
+  (either may be absent: created, deleted);
+- ``classify`` says what it means to one listing (a product, optionally a language and a
+  set of ratings), from what the listing showed before and shows after:
+
+  - a comment that enters the listing (created published, approved, restored, or edited
+    into its language or ratings) is PUBLISHED;
+  - a comment that stays in it and whose text, title, rating, language or merchant reply
+    changed is EDITED (helpful counts move with every vote and are not an edit);
+  - a comment that leaves it for any reason (deleted, rejected, sent back to the queue by
+    reports, edited out of its ratings) is REMOVED;
+
 - a stats item's new image is the product's (or language's) fresh counters.
 
-Everything else (votes, reports, slots, the queue's count) means nothing to a listing.
+Everything else (votes, reports, slots, the queue's count) means nothing to a listing. Only
+published comments are ever in a listing, so a comment no one but its author and the
+moderators may see never makes an event.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from storage import keys
 from storage.items import is_comment_item, item_to_comment
 from storage.model import Comment, RatingCounts
 from storage.stats import is_stats_item, item_to_counts, scope_of
@@ -31,25 +41,66 @@ class EventKind(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class CommentEvent:
-    kind: EventKind
-    # The comment as it is now; as it was before, for REMOVED (a deleted one is gone).
-    comment: Comment
+class CommentChange:
+    """A change of one comment item: the comment before and after it (None: absent)."""
+
+    before: Comment | None
+    after: Comment | None
     sequence: str
+    # When DynamoDB wrote the change (epoch seconds, the stream's approximate time).
+    written_at: float | None = None
+
+    @property
+    def product_id(self) -> str:
+        either = self.after or self.before
+        assert either is not None  # comment_change makes none without a comment
+        return either.product_id
+
+    @property
+    def comment_id(self) -> str:
+        either = self.after or self.before
+        assert either is not None
+        return either.comment_id
 
 
-def comment_event(change: Change) -> CommentEvent | None:
-    """The event a change of a comment item makes, None for any other change."""
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What one subscriber watches: a product's published comments, optionally in one
+    language (lower case, as ``keys.validate_language`` gives it) and some ratings."""
+
+    product_id: str
+    language: str | None = None
+    ratings: frozenset[int] | None = None
+
+    def shows(self, comment: Comment | None) -> bool:
+        return (
+            comment is not None
+            and comment.published
+            and comment.product_id == self.product_id
+            and (self.language is None or keys.validate_language(comment.language) == self.language)
+            and (self.ratings is None or comment.rating in self.ratings)
+        )
+
+
+def comment_change(change: Change) -> CommentChange | None:
+    """The change of a comment item, None for any other item."""
     before = _comment(change.old)
     after = _comment(change.new)
-    was = before is not None and before.published
-    now = after is not None and after.published
-    if now and after is not None and not was:
-        return CommentEvent(EventKind.PUBLISHED, after, change.sequence)
-    if was and before is not None and not now:
-        return CommentEvent(EventKind.REMOVED, after or before, change.sequence)
-    if was and now and before is not None and after is not None and _edited(before, after):
-        return CommentEvent(EventKind.EDITED, after, change.sequence)
+    if before is None and after is None:
+        return None
+    return CommentChange(before, after, change.sequence, change.written_at)
+
+
+def classify(change: CommentChange, listing: Listing) -> EventKind | None:
+    """What the change means to ``listing``; None: nothing it shows changed."""
+    was = listing.shows(change.before)
+    now = listing.shows(change.after)
+    if now and not was:
+        return EventKind.PUBLISHED
+    if was and not now:
+        return EventKind.REMOVED
+    if was and now and change.before is not None and change.after is not None:
+        return EventKind.EDITED if _edited(change.before, change.after) else None
     return None
 
 

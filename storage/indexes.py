@@ -130,18 +130,20 @@ def index_attributes(index: Index) -> list[dict[str, str]]:
     ]
 
 
-# The stream the processes will read (new and old images: what changed, and from what);
-# see storage.stream. Not yet part of table_definition: on DynamoDB Local a stream on the
-# suite's table slowed the suite down (see the note in storage.stream).
+# Every process reads the table's stream (new and old images: what changed, and from what)
+# for live updates and to refresh what it keeps per process; see storage.stream and
+# storage.feed.
 STREAM_SPECIFICATION: dict[str, Any] = {
     "StreamEnabled": True,
     "StreamViewType": "NEW_AND_OLD_IMAGES",
 }
 
 
-def table_definition(name: str) -> dict[str, Any]:
-    """The CreateTable request for the model in DESIGN.md (on-demand billing)."""
-    return {
+def table_definition(name: str, *, stream: bool = True) -> dict[str, Any]:
+    """The CreateTable request for the model in DESIGN.md (on-demand billing, the stream on
+    unless ``stream`` is False: a table nothing follows, such as most test tables, need not
+    pay the engine for one)."""
+    definition: dict[str, Any] = {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
         "KeySchema": [
@@ -151,6 +153,9 @@ def table_definition(name: str) -> dict[str, Any]:
         "AttributeDefinitions": key_attributes(tuple(Index)),
         "GlobalSecondaryIndexes": [index_definition(index) for index in Index],
     }
+    if stream:
+        definition["StreamSpecification"] = dict(STREAM_SPECIFICATION)
+    return definition
 
 
 # Items that may expire carry this attribute (epoch seconds); see storage.items.EXPIRES_ATTR.

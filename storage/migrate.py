@@ -1,5 +1,5 @@
 """Bring an existing table up to the layout of ``storage.indexes``: add the indexes it lacks,
-then give old comments the helpful order's key (``storage.backfill``).
+turn its stream on, then give old comments the helpful order's key (``storage.backfill``).
 
 A table made by the first ``create-table`` has the four listing indexes only, one made by
 the next the eight without the helpful twins. No item has to be rewritten for the others:
@@ -11,6 +11,11 @@ hold. DynamoDB builds one index per UpdateTable, so they are added one after ano
 waited for until ACTIVE, for at most ``wait_seconds`` each. Running it again after an
 interruption or a wait given up picks up where it stopped (an index already being built is
 waited for).
+
+A table made before the stream was part of the layout gets it (new and old images). One
+whose stream shows other images is left alone with an error: changing the view means
+turning the stream off, which ends it and the 24 hours of changes it holds, and that is
+for its operator to decide.
 
 The helpful twins (the most helpful order) are the exception: their sort key HSK is on
 comments written since, so the comments already there get it from a backfill, which runs
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 
 from storage.backfill import Backfill, backfill_helpful_keys
 from storage.errors import StorageUnavailable
-from storage.indexes import Index, index_attributes, index_definition
+from storage.indexes import STREAM_SPECIFICATION, Index, index_attributes, index_definition
 from storage.table import TableRef
 
 Progress = Callable[[str], None]
@@ -36,6 +41,7 @@ class Migration:
     added: tuple[str, ...]  # indexes this run created
     present: tuple[str, ...]  # indexes that were there already
     backfill: Backfill | None = None
+    stream_enabled: bool = False  # this run turned the stream on
 
 
 async def missing_indexes(table: TableRef) -> list[Index]:
@@ -72,8 +78,31 @@ async def migrate(
         )
         await _wait_active(table, say, wait_seconds, poll_seconds)
         say(f"[{n}/{len(missing)}] index {index.value} is ACTIVE")
+    streamed = await _enable_stream(table, say)
+    if streamed:
+        await _wait_active(table, say, wait_seconds, poll_seconds)
     filled = await backfill_helpful_keys(table, progress=say) if backfill else None
-    return Migration(tuple(i.value for i in missing), present, filled)
+    return Migration(tuple(i.value for i in missing), present, filled, streamed)
+
+
+async def _enable_stream(table: TableRef, say: Progress) -> bool:
+    """Turn the table's stream on (new and old images) if it is off; True if this did."""
+    described = (await table.client.describe_table(TableName=table.name))["Table"]
+    spec = described.get("StreamSpecification") or {}
+    if spec.get("StreamEnabled"):
+        view = spec.get("StreamViewType")
+        if view != STREAM_SPECIFICATION["StreamViewType"]:
+            raise StorageUnavailable(
+                f"table {table.name!r} streams {view}, not "
+                f"{STREAM_SPECIFICATION['StreamViewType']}: turn its stream off and run "
+                "migrate-table again (turning it off ends the stream and its changes)"
+            )
+        return False
+    say("turning the table's stream on (new and old images)")
+    await table.client.update_table(
+        TableName=table.name, StreamSpecification=dict(STREAM_SPECIFICATION)
+    )
+    return True
 
 
 async def _wait_active(

@@ -17,7 +17,8 @@ Two memories, each a least-recently-used map bounded in bytes (``PlanMemory``):
 Neither memory is ever trusted for what a page holds: the executor certifies every page
 from what storage returned (a partition is finished only when storage says so), so a stale
 memory costs at most a round, never a comment. Writes through another process are seen at
-the next read of the counters, which every such page makes.
+the next read of the counters, which every such page makes, and sooner from the table's
+stream (``storage.feed``), which brings every stats item's new counters to every process.
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ class PlanMemory:
     @property
     def bytes(self) -> int:
         return self._counts.bytes + self._heads.bytes
+
+    def forget(self) -> None:
+        """Drop everything (the stream lost changes: nothing kept can be known current)."""
+        self._counts.clear()
+        self._heads.clear()
 
     def counts(self, product_id: str, language: str | None) -> RatingCounts | None:
         return self._counts.get((product_id, language))

@@ -17,12 +17,6 @@ items may come from different shards, in no order between them.
   reported. Data trimmed before it was read (a process more than 24 hours behind) is
   reported as a gap too, and the shard is read on from its oldest record.
 
-The stream is not yet on in ``create-table``. With it on the test suite's table, the suite
-took 21 minutes in a fresh clone (7.5 the day before, with fewer tests; other work shared
-the machine) and fault-injection tests timed out; 1,500 creates took 26 and 50 s with a
-stream against 23 and 18 s without, on a busy machine. It is switched on together with its
-readers, once measured on a quiet machine.
-
 Gaps are reported to ``on_gap`` (a process that relies on the stream for cache
 invalidation drops its caches then), never hidden.
 """
@@ -32,10 +26,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
+from storage.indexes import STREAM_SPECIFICATION
+from storage.table import TableRef
 from storage.types import Item
 
 ChangeKind = Literal["INSERT", "MODIFY", "REMOVE"]
@@ -54,6 +51,9 @@ class Change:
     new: Item | None
     sequence: str
     shard: str
+    # When DynamoDB wrote it, epoch seconds (the record's ApproximateCreationDateTime, which
+    # DynamoDB rounds down to the second): how far behind a reader is.
+    written_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -183,6 +183,13 @@ class StreamFollower:
 
 def _change(record: dict[str, Any], shard_id: str) -> Change:
     body = record["dynamodb"]
+    written = body.get("ApproximateCreationDateTime")
+    if isinstance(written, datetime):
+        written_at: float | None = written.timestamp()
+    elif isinstance(written, int | float):
+        written_at = float(written)
+    else:
+        written_at = None
     return Change(
         kind=record["eventName"],
         keys=body.get("Keys", {}),
@@ -190,4 +197,18 @@ def _change(record: dict[str, Any], shard_id: str) -> Change:
         new=body.get("NewImage"),
         sequence=body["SequenceNumber"],
         shard=shard_id,
+        written_at=written_at,
     )
+
+
+async def stream_arn(table: TableRef) -> str | None:
+    """The table's stream to follow: its LatestStreamArn when the stream is on with new
+    and old images; None otherwise (no stream, or one that does not say what changed)."""
+    described = (await table.client.describe_table(TableName=table.name))["Table"]
+    spec = described.get("StreamSpecification") or {}
+    if not spec.get("StreamEnabled"):
+        return None
+    if spec.get("StreamViewType") != STREAM_SPECIFICATION["StreamViewType"]:
+        return None
+    arn = described.get("LatestStreamArn")
+    return arn if isinstance(arn, str) else None

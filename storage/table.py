@@ -52,17 +52,20 @@ async def ensure_ttl(table: TableRef) -> None:
     )
 
 
-async def create_table(client: DynamoClient, name: str, *, wait_seconds: float = 60) -> bool:
+async def create_table(
+    client: DynamoClient, name: str, *, wait_seconds: float = 60, stream: bool = True
+) -> bool:
     """Create the table if it does not exist and wait until it is ACTIVE.
 
     Returns True when this call created it. An existing table with other indexes is an
-    error rather than something to paper over.
+    error rather than something to paper over; one without the stream is left as it is
+    (``migrate-table`` turns it on). ``stream=False`` makes a table without one.
     """
     validate_table_name(name)
     table = TableRef(client, name)
     created = False
     try:
-        await table.client.create_table(**table_definition(name))
+        await table.client.create_table(**table_definition(name, stream=stream))
         created = True
     except TableInUse:
         pass  # made before (by us or a concurrent create-table); its shape is checked below

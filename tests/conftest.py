@@ -62,7 +62,8 @@ async def client(engine: LocalEngine) -> AsyncIterator[DynamoClient]:
 @pytest.fixture(scope="session")
 async def table(client: DynamoClient) -> TableRef:
     name = "comments_test"
-    await create_table(client, name)
+    # No stream: the suite does not follow it (tests of the stream make their own).
+    await create_table(client, name, stream=False)
     return TableRef(client, name)
 
 

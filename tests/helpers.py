@@ -37,7 +37,7 @@ T = TypeVar("T")
 async def own_table(table: TableRef, prefix: str) -> TableRef:
     """A new, empty table beside the session's, for tests that must not share its data."""
     own = TableRef(table.client, f"{prefix}_{uuid.uuid4().hex[:8]}")
-    await create_table(own.client, own.name)
+    await create_table(own.client, own.name, stream=False)
     return own
 
 
@@ -248,7 +248,7 @@ class LoopHarness:
             self._client_cm = open_client(ClientSettings(endpoint_url=self.endpoint))
             client = await self._client_cm.__aenter__()
             name = f"{self.prefix}_{uuid.uuid4().hex[:8]}"
-            await create_table(client, name)
+            await create_table(client, name, stream=False)
             self.tables = (TableRef(client, name), TableRef(client, name))
 
         self.run(opening())
@@ -259,7 +259,7 @@ class LoopHarness:
         assert self.tables is not None, "start() first"
         client = self.tables[0].client
         name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-        self.run(create_table(client, name))
+        self.run(create_table(client, name, stream=False))
         return TableRef(client, name), TableRef(client, name)
 
     def drop(self, table: TableRef) -> None:

@@ -228,6 +228,12 @@ async def test_migrate_adds_the_indexes_and_old_comments_live_on(client: DynamoC
 
     assert list(done.added) == NEW_INDEXES
     assert list(done.present) == list(_LEGACY_INDEXES)
+    assert done.stream_enabled
+    described = (await client.describe_table(TableName=table.name))["Table"]
+    assert described["StreamSpecification"] == {
+        "StreamEnabled": True,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
     assert done.backfill is not None
     assert done.backfill.written == len(old)  # the old comments' helpful keys
     assert await index_statuses(table) == {index.value: "ACTIVE" for index in Index}
@@ -286,6 +292,7 @@ async def test_migrate_adds_the_indexes_and_old_comments_live_on(client: DynamoC
     lines.clear()
     again = await migrate(table, progress=lines.append, wait_seconds=BUILD_WAIT, poll_seconds=POLL)
     assert again.added == ()
+    assert not again.stream_enabled
     assert list(again.present) == [index.value for index in Index]
     assert lines == []
 
@@ -399,7 +406,14 @@ async def test_each_update_defines_only_the_new_index_keys(client: DynamoClient)
 
     await migrate(TableRef(recorded, table.name), wait_seconds=BUILD_WAIT, poll_seconds=POLL)
 
-    sent = [(u["GlobalSecondaryIndexUpdates"], u["AttributeDefinitions"]) for u in recorded.updates]
+    index_updates = [u for u in recorded.updates if "GlobalSecondaryIndexUpdates" in u]
+    sent = [(u["GlobalSecondaryIndexUpdates"], u["AttributeDefinitions"]) for u in index_updates]
+    # The last update turns the stream on, alone.
+    assert recorded.updates[-1] == {
+        "TableName": table.name,
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    }
+    assert len(index_updates) == len(recorded.updates) - 1
     assert [creates[0]["Create"]["IndexName"] for creates, _ in sent] == NEW_INDEXES
     # The keys each new index is built on, as UpdateTable requires, and nothing else.
     assert [[a["AttributeName"] for a in attrs] for _, attrs in sent] == [

@@ -33,7 +33,7 @@ def _token(sub: str) -> str:
 
 
 async def _seed(table: TableRef) -> None:
-    await create_table(table.client, table.name)
+    await create_table(table.client, table.name, stream=False)
     await create_many(
         table,
         [

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from server.local_engine import LocalEngine
-from storage.events import CommentEvent, EventKind, comment_event, fresh_counts
+from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
 from storage.indexes import STREAM_SPECIFICATION, table_definition
 from storage.model import NewComment, RatingCounts
 from storage.reads import get_counts
@@ -43,9 +43,9 @@ async def _streamed_table(client: DynamoClient) -> tuple[TableRef, str]:
     holds only this test's changes); no TTL: DynamoDB Local keeps a thread per table with TTL, and
     the suite's engine has enough of those."""
     name = f"stream_{uuid.uuid4().hex[:10]}"
-    await client.create_table(
-        **table_definition(name), StreamSpecification=dict(STREAM_SPECIFICATION)
-    )
+    definition = table_definition(name)
+    assert definition["StreamSpecification"] == STREAM_SPECIFICATION  # on by default
+    await client.create_table(**definition)
     for _ in range(200):
         described = (await client.describe_table(TableName=name))["Table"]
         statuses = [described["TableStatus"]]
@@ -84,17 +84,31 @@ async def test_comment_events_arrive_in_order_exactly_once(
     await edit_comment(table, made.comment_id, Edit(rating=5), author_id="u1")
     await delete_comment(table, made.comment_id, backoff=FAST)
     changes = await _drain(follower)
-    events = [e for e in map(comment_event, changes) if e is not None]
-    assert [(e.kind, e.comment.comment_id) for e in events] == [
+    events = [e for e in map(comment_change, changes) if e is not None]
+    everything = Listing("s-1")
+    assert [(classify(e, everything), e.comment_id) for e in events] == [
         (EventKind.PUBLISHED, made.comment_id),
         (EventKind.EDITED, made.comment_id),
         (EventKind.EDITED, made.comment_id),
         (EventKind.REMOVED, made.comment_id),
     ]
-    assert events[1].comment.body == "hello again"
-    assert events[2].comment.rating == 5
+    assert events[1].after is not None
+    assert events[1].after.body == "hello again"
+    assert events[2].after is not None
+    assert events[2].after.rating == 5
+    assert events[3].after is None  # deleted
+    # To a listing of the low ratings, the edit to 5 stars takes the comment out of it.
+    low = Listing("s-1", ratings=frozenset({1, 2, 3}))
+    assert [classify(e, low) for e in events] == [
+        EventKind.PUBLISHED,
+        EventKind.EDITED,
+        EventKind.REMOVED,
+        None,
+    ]
+    # Each change carries when DynamoDB wrote it.
+    assert all(e.written_at is not None for e in events)
     # Nothing of what came before the follower started.
-    assert before.comment.comment_id not in {e.comment.comment_id for e in events}
+    assert before.comment.comment_id not in {e.comment_id for e in events}
     # The last counters the stream carried for the product are the stored ones.
     last: dict[tuple[str, str | None], RatingCounts] = {}
     for change in changes:
@@ -147,7 +161,7 @@ async def test_an_expired_iterator_goes_on_after_the_last_change_read(
     second = await _drain(follower)
     assert expiring.expired
     assert gaps == []
-    events: list[CommentEvent] = [e for e in map(comment_event, first + second) if e is not None]
-    assert [e.comment.comment_id for e in events] == ids
+    events: list[CommentChange] = [e for e in map(comment_change, first + second) if e is not None]
+    assert [e.comment_id for e in events] == ids
     sequences = [c.sequence for c in first + second]
     assert len(sequences) == len(set(sequences))

@@ -1,0 +1,109 @@
+"""The Subscription root: live comment events of a product page (graphql-transport-ws)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from enum import Enum
+from typing import Self
+
+import strawberry
+from strawberry import relay
+
+from resolvers import live
+from schema.comments.types import Comment
+from schema.context import Info
+from schema.products.types import RatingStats
+from storage.events import EventKind
+from storage.feed import Delivery
+
+
+@strawberry.enum(description="What happened to a comment, as the subscriber's listing sees it.")
+class CommentEventKind(Enum):
+    PUBLISHED = strawberry.enum_value(
+        "PUBLISHED",
+        description="The comment entered the listing: written (published at once), approved, "
+        "restored, or edited into the listing's language or ratings.",
+    )
+    EDITED = strawberry.enum_value(
+        "EDITED",
+        description="A comment of the listing changed its text, title, rating, language or "
+        "merchant reply and stays in the listing.",
+    )
+    REMOVED = strawberry.enum_value(
+        "REMOVED",
+        description="The comment left the listing for any reason: deleted, rejected, sent "
+        "back to moderation, or edited out of the listing's language or ratings.",
+    )
+
+
+@strawberry.type(description="One change of a product's listing, with the counters after it.")
+class CommentEvent:
+    kind: CommentEventKind = strawberry.field(description="What happened.")
+    comment_id: strawberry.ID = strawberry.field(
+        description="The comment's own identifier (Comment.commentId)."
+    )
+    node_id: strawberry.ID = strawberry.field(
+        description="The comment's global id (Comment.id): the key a client cache holds it "
+        "under, to evict it on REMOVED."
+    )
+    comment: Comment | None = strawberry.field(
+        description="The comment as it now is; null for REMOVED (a comment that left the "
+        "listing is no longer shown to everyone)."
+    )
+    stats: RatingStats = strawberry.field(
+        description="The product's counters, all languages, read after this change (they "
+        "count it, and may count later ones too)."
+    )
+    language_stats: RatingStats | None = strawberry.field(
+        description="The counters of the subscription's language, read with `stats`; null "
+        "when the subscription names no language."
+    )
+
+    @classmethod
+    def of(cls, delivery: Delivery) -> Self:
+        change = delivery.change
+        comment = None
+        if delivery.kind is not EventKind.REMOVED and change.after is not None:
+            comment = Comment.of(change.after)
+        language = delivery.language_counts
+        return cls(
+            kind=CommentEventKind[delivery.kind.name],
+            comment_id=strawberry.ID(change.comment_id),
+            node_id=strawberry.ID(str(relay.GlobalID("Comment", change.comment_id))),
+            comment=comment,
+            stats=RatingStats.from_counts(delivery.counts),
+            language_stats=None if language is None else RatingStats.from_counts(language),
+        )
+
+
+@strawberry.type(description="Live updates, over WebSocket (graphql-transport-ws) at /graphql.")
+class Subscription:
+    @strawberry.subscription(
+        description="Changes of a product's published comments as they happen, through any "
+        "server process: PUBLISHED, EDITED and REMOVED, each with the counters after it. "
+        "language and ratings narrow the listing watched, as on Product.comments; events "
+        "are relative to it (a comment edited out of the ratings watched is REMOVED). "
+        "Events of one comment arrive in order, each once. An error with code EVENTS_LOST, "
+        "TOO_SLOW or STORAGE_UNAVAILABLE ends the subscription: subscribe again and reload "
+        "the listing, as events may be missing."
+    )
+    async def comment_events(
+        self,
+        info: Info,
+        product_id: strawberry.ID,
+        language: str | None = None,
+        ratings: list[int] | None = None,
+    ) -> AsyncGenerator[CommentEvent, None]:
+        listing = live.listing_of(product_id, language, ratings)
+        events = live.subscribe(info.context, listing)
+        return _events(events)
+
+
+async def _events(
+    deliveries: AsyncGenerator[Delivery, None],
+) -> AsyncGenerator[CommentEvent, None]:
+    try:
+        async for delivery in deliveries:
+            yield CommentEvent.of(delivery)
+    finally:
+        await deliveries.aclose()

@@ -1,0 +1,264 @@
+"""One process's feed of the table's stream: comment events to its subscribers, fresh
+counters to its snapshot.
+
+Each process follows the stream itself (``storage.stream``), so a write through any
+process reaches the subscribers of every process, and each keeps its own snapshot of the
+counters (``storage.snapshots``) current without reading them.
+
+For each batch of changes:
+
+1. every stats item's new counters go into the process's snapshot;
+2. every comment change is classified for each subscriber of its product
+   (``storage.events.classify``: what that subscriber's listing shows before and after);
+3. the counters of the products that have events are read once for the batch (after the
+   changes were written, so they count them) and handed out with the events.
+
+Bounds: a subscriber holds at most ``queue_size`` undelivered events; one that falls
+further behind (a client that does not read) is ended with TOO_SLOW rather than let its
+queue grow, and its client resubscribes and reloads. The events queued are shared by the
+subscribers of a product, so what a process holds is at most ``queue_size`` events per
+product watched (a comment is at most ``model.BODY_MAX_BYTES`` and its title) plus a
+reference per subscriber and event. The number of subscribers per process is capped
+(``max_subscribers``).
+
+Nothing is hidden: when the stream loses changes (a reader more than 24 hours behind, an
+iterator that expired before anything was read, the follower failing and starting again
+from the latest position), every subscriber is ended with EVENTS_LOST so its client
+reloads, and the snapshot is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from storage.errors import StorageError
+from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
+from storage.model import RatingCounts
+from storage.reads import batch_get_counts
+from storage.stats import StatsScope
+from storage.stream import Change
+from storage.table import TableRef
+
+log = logging.getLogger("comments.feed")
+
+DEFAULT_QUEUE = 100
+DEFAULT_MAX_SUBSCRIBERS = 10_000
+# Attempts at reading a batch's counters before its subscribers are ended.
+COUNTS_ATTEMPTS = 3
+
+
+class Ended(Exception):
+    """A subscription ended by the feed; ``code`` says why (a stable error code)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TooManySubscribers(Exception):
+    """The process holds as many subscriptions as it may."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One event for one subscriber: what happened, and the product's counters after it
+    (all languages, and the subscriber's language when it watches one)."""
+
+    kind: EventKind
+    change: CommentChange
+    counts: RatingCounts
+    language_counts: RatingCounts | None
+
+
+@dataclass(eq=False, slots=True)
+class Subscription:
+    """One subscriber's events, in the order the stream gave them; iterate to receive."""
+
+    listing: Listing
+    queue_size: int
+    _queue: deque[Delivery] = field(default_factory=deque)
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _ended: Ended | None = None
+
+    def put(self, delivery: Delivery) -> None:
+        if self._ended is not None:
+            return
+        if len(self._queue) >= self.queue_size:
+            self.end(
+                Ended(
+                    "TOO_SLOW",
+                    f"More than {self.queue_size} events waited for this subscriber; "
+                    "subscribe again and reload the page's comments.",
+                )
+            )
+            return
+        self._queue.append(delivery)
+        self._ready.set()
+
+    def end(self, reason: Ended) -> None:
+        if self._ended is None:
+            self._ended = reason
+            self._queue.clear()
+        self._ready.set()
+
+    def __aiter__(self) -> AsyncIterator[Delivery]:
+        return self
+
+    async def __anext__(self) -> Delivery:
+        while True:
+            if self._ended is not None:
+                raise self._ended
+            if self._queue:
+                return self._queue.popleft()
+            self._ready.clear()
+            await self._ready.wait()
+
+
+Batches = Callable[[], AsyncIterator[list[Change]]]
+
+
+@dataclass(slots=True)
+class Feed:
+    """The stream's changes handed to this process's subscribers and snapshot."""
+
+    table: TableRef
+    queue_size: int = DEFAULT_QUEUE
+    max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS
+    # Whether the stream is being followed: subscriptions are refused otherwise.
+    following: bool = False
+    # Seconds between the newest change of the last batch being written and its delivery.
+    lag_seconds: float | None = None
+    delivered: int = 0
+    _by_product: dict[str, set[Subscription]] = field(default_factory=dict)
+    _count: int = 0
+
+    @property
+    def subscribers(self) -> int:
+        return self._count
+
+    def subscribe(self, listing: Listing) -> Subscription:
+        if self._count >= self.max_subscribers:
+            raise TooManySubscribers(
+                f"this server holds {self.max_subscribers} subscriptions, as many as it may"
+            )
+        subscription = Subscription(listing, self.queue_size)
+        self._by_product.setdefault(listing.product_id, set()).add(subscription)
+        self._count += 1
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        watching = self._by_product.get(subscription.listing.product_id)
+        if watching is None or subscription not in watching:
+            return
+        watching.discard(subscription)
+        self._count -= 1
+        if not watching:
+            del self._by_product[subscription.listing.product_id]
+
+    def interrupt(self, code: str, message: str) -> None:
+        """End every subscription (their clients reload) and drop the snapshot."""
+        self.table.memory.forget()
+        for watching in self._by_product.values():
+            for subscription in watching:
+                subscription.end(Ended(code, message))
+
+    async def deliver(self, changes: Sequence[Change]) -> None:
+        """Hand one batch of the stream's changes out."""
+        fresh: list[RatingCounts] = []
+        events: list[CommentChange] = []
+        for change in changes:
+            counts = fresh_counts(change)
+            if counts is not None:
+                fresh.append(counts)
+                continue
+            event = comment_change(change)
+            if event is not None and event.product_id in self._by_product:
+                events.append(event)
+        if fresh:
+            self.table.memory.remember_counts(fresh)
+        if events:
+            await self._hand_out(events)
+        written = [c.written_at for c in changes if c.written_at is not None]
+        if written:
+            self.lag_seconds = max(0.0, time.time() - max(written))
+
+    async def _hand_out(self, events: list[CommentChange]) -> None:
+        scopes: dict[StatsScope, None] = {}
+        for event in events:
+            scopes[(event.product_id, None)] = None
+            for subscription in self._by_product.get(event.product_id, ()):
+                if subscription.listing.language is not None:
+                    scopes[(event.product_id, subscription.listing.language)] = None
+        counts = await self._read_counts(list(scopes))
+        if counts is None:
+            failed = {e.product_id for e in events}
+            for product_id in failed:
+                for subscription in self._by_product.get(product_id, ()):
+                    subscription.end(
+                        Ended(
+                            "STORAGE_UNAVAILABLE",
+                            "The counters that go with the next event could not be read; "
+                            "subscribe again and reload.",
+                        )
+                    )
+            return
+        for event in events:
+            for subscription in list(self._by_product.get(event.product_id, ())):
+                listing = subscription.listing
+                kind = classify(event, listing)
+                if kind is None:
+                    continue
+                language = None
+                if listing.language is not None:
+                    language = counts[(event.product_id, listing.language)]
+                subscription.put(Delivery(kind, event, counts[(event.product_id, None)], language))
+                self.delivered += 1
+
+    async def _read_counts(self, scopes: list[StatsScope]) -> dict[StatsScope, RatingCounts] | None:
+        for attempt in range(COUNTS_ATTEMPTS):
+            try:
+                read = await batch_get_counts(self.table, scopes)
+            except StorageError as exc:
+                log.warning("reading counters for events failed (%s)", type(exc).__name__)
+                await asyncio.sleep(0.1 * 2**attempt)
+                continue
+            return {(c.product_id, c.language): c for c in read}
+        return None
+
+    async def follow(
+        self,
+        batches: Batches,
+        *,
+        retry_seconds: float = 1.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """Deliver the stream's batches for as long as the process runs. When the
+        follower fails it is started again from the latest position, after everyone was
+        told that events may have been lost."""
+        while True:
+            try:
+                async for batch in batches():
+                    # The follower has taken its position once it gives a first batch:
+                    # from then on, nothing written is missed.
+                    self.following = True
+                    await self.deliver(batch)
+            except asyncio.CancelledError:
+                self.following = False
+                raise
+            except Exception as exc:  # the follower's own failure, whatever it is
+                self.following = False
+                log.warning(
+                    "following the table's stream failed (%s); starting again from its "
+                    "latest position",
+                    type(exc).__name__,
+                )
+                self.interrupt(
+                    "EVENTS_LOST",
+                    "The server lost its place in the table's changes; subscribe again and reload.",
+                )
+                await sleep(retry_seconds)
