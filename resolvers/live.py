@@ -32,10 +32,11 @@ def listing_of(product_id: str, language: str | None, ratings: Sequence[int] | N
     )
 
 
-def subscribe(context: Context, listing: Listing) -> AsyncGenerator[Delivery, None]:
-    """Register a subscriber of ``listing`` now and return its events."""
+async def subscribe(context: Context, listing: Listing) -> AsyncGenerator[Delivery, None]:
+    """Register a subscriber of ``listing`` now and return its events. A process that has
+    just started is given the storage timeout to take its place in the stream."""
     feed = context.feed
-    if feed is None or not feed.following:
+    if feed is None or not await feed.wait_following(context.storage_timeout):
         raise LiveUpdatesUnavailable(
             "This server does not deliver live updates right now; retry later, or reload."
         )

@@ -95,7 +95,7 @@ class Subscription:
         ratings: list[int] | None = None,
     ) -> AsyncGenerator[CommentEvent, None]:
         listing = live.listing_of(product_id, language, ratings)
-        events = live.subscribe(info.context, listing)
+        events = await live.subscribe(info.context, listing)
         return _events(events)
 
 

@@ -216,7 +216,8 @@ class Settings(StorageSettings, TokenSettings):
     # commentEvents subscription over WebSocket. Off: no stream is followed, subscriptions
     # are refused with LIVE_UPDATES_UNAVAILABLE, and a table this start creates has none.
     live_updates: bool = True
-    # Seconds between polls of a quiet stream (each poll is one GetRecords per open shard).
+    # Seconds between polls of a quiet stream (each poll is one GetRecords per open shard;
+    # DynamoDB throttles a shard read by more than two readers at once, see the README).
     stream_poll_seconds: float = Field(default=0.25, gt=0, le=10)
     # Subscriptions one WebSocket connection, and one process, may hold.
     subscriptions_per_connection: int = Field(default=10, ge=1, le=1000)

@@ -32,6 +32,7 @@ from strawberry.schema import BaseSchema
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import SubscribeMessage
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
@@ -147,13 +148,6 @@ class _Operations:
                     "mutations over HTTP.",
                     "BAD_USER_INPUT",
                 )
-            # This operation counts already (the handler registers it before running it).
-            if len(self.handler.operations) > limits.per_connection:
-                return _error(
-                    f"A connection may hold {limits.per_connection} subscriptions; complete "
-                    "one first, or open another connection.",
-                    "TOO_MANY_SUBSCRIPTIONS",
-                )
             found = estimate(schema, document, operation_name, variables)
         except Refusal as refused:
             return PreExecutionError(data=None, errors=list(refused.errors))
@@ -181,6 +175,24 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         self.limits = getattr(self.view, "subscription_limits", SubscriptionLimits())
         self.schema = _Operations(self.schema, self)  # type: ignore[assignment]
         self._idle: asyncio.Task[None] | None = None
+
+    async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        # Counted as the messages arrive (operations start later, in tasks of their own).
+        if (
+            self.connection_acknowledged
+            and message["id"] not in self.operations
+            and len(self.operations) >= self.limits.per_connection
+        ):
+            error = GraphQLError(
+                f"A connection may hold {self.limits.per_connection} subscriptions; complete "
+                "one first, or open another connection.",
+                extensions={"code": "TOO_MANY_SUBSCRIPTIONS"},
+            )
+            await self.send_message(
+                {"id": message["id"], "type": "error", "payload": [error.formatted]}
+            )
+            return
+        await super().handle_subscribe(message)
 
     def on_request_accepted(self) -> None:
         super().on_request_accepted()

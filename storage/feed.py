@@ -34,6 +34,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from storage.errors import StorageError
@@ -136,6 +137,23 @@ class Feed:
     delivered: int = 0
     _by_product: dict[str, set[Subscription]] = field(default_factory=dict)
     _count: int = 0
+    _following: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def wait_following(self, seconds: float) -> bool:
+        """Whether the stream is followed, waiting up to ``seconds`` for it (a process that
+        has just started, or a follower starting again)."""
+        if not self.following:
+            with suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await self._following.wait()
+        return self.following
+
+    def _set_following(self, on: bool) -> None:
+        self.following = on
+        if on:
+            self._following.set()
+        else:
+            self._following.clear()
 
     @property
     def subscribers(self) -> int:
@@ -245,13 +263,13 @@ class Feed:
                 async for batch in batches():
                     # The follower has taken its position once it gives a first batch:
                     # from then on, nothing written is missed.
-                    self.following = True
+                    self._set_following(True)
                     await self.deliver(batch)
             except asyncio.CancelledError:
-                self.following = False
+                self._set_following(False)
                 raise
             except Exception as exc:  # the follower's own failure, whatever it is
-                self.following = False
+                self._set_following(False)
                 log.warning(
                     "following the table's stream failed (%s); starting again from its "
                     "latest position",

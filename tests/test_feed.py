@@ -1,0 +1,248 @@
+"""The feed against a model: a subscriber that applies its events to what it was shown when
+it subscribed holds exactly its listing afterwards, whatever the changes and batches; and
+the feed's bounds (a slow subscriber, lost changes, the cap, unsubscribing)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.fake_dynamo import FakeDynamo
+from storage.events import EventKind, Listing
+from storage.feed import Ended, Feed, Subscription, TooManySubscribers
+from storage.items import comment_key, comment_to_item
+from storage.model import Comment, RatingCounts, Status
+from storage.stats import stats_key
+from storage.stream import Change, ChangeKind
+from storage.table import TableRef
+from storage.types import Item, Response
+
+IDS = [f"{n:032x}" for n in range(1, 7)]
+LISTINGS = [
+    Listing("p"),
+    Listing("p", language="en"),
+    Listing("p", language="de", ratings=frozenset({5})),
+    Listing("p", ratings=frozenset({1, 2})),
+    Listing("q"),
+]
+
+# A comment's next state: gone, or its status, rating, language and text.
+states = st.one_of(
+    st.none(),
+    st.tuples(
+        st.sampled_from(list(Status)),
+        st.integers(1, 5),
+        st.sampled_from(["en", "de"]),
+        st.sampled_from(["good", "bad"]),
+        st.sampled_from(["p", "q"]),
+    ),
+)
+# Steps: (comment, its next state, which subscriber joins before it, batch break after it).
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(IDS),
+        states,
+        st.sampled_from([None, *range(len(LISTINGS))]),
+        st.booleans(),
+    ),
+    max_size=40,
+)
+
+
+def _comment(comment_id: str, state: tuple[Status, int, str, str, str]) -> Comment:
+    status, rating, language, body, product = state
+    return Comment(
+        comment_id=comment_id,
+        product_id=product,
+        language=language,
+        rating=rating,
+        title=None,
+        body=body,
+        author_id="u",
+        created_at="2024-01-01T00:00:00.000Z",
+        status=status,
+    )
+
+
+def _image(comment: Comment | None) -> Item | None:
+    return None if comment is None else comment_to_item(comment)
+
+
+@dataclass
+class _Watcher:
+    """A subscriber and what it shows: what it was shown at start, moved by its events."""
+
+    subscription: Subscription
+    shown: dict[str, Comment]
+
+    def apply(self) -> None:
+        while self.subscription._queue:
+            delivery = self.subscription._queue.popleft()
+            change = delivery.change
+            cid = change.comment_id
+            if delivery.kind is EventKind.PUBLISHED:
+                assert cid not in self.shown, "published twice"
+                assert change.after is not None
+                self.shown[cid] = change.after
+            elif delivery.kind is EventKind.EDITED:
+                assert cid in self.shown, "an edit of a comment it does not show"
+                assert change.after is not None
+                assert change.after != self.shown[cid], "an edit that changed nothing"
+                self.shown[cid] = change.after
+            else:
+                assert cid in self.shown, "removed what it does not show"
+                del self.shown[cid]
+
+
+def _listed(listing: Listing, now: dict[str, Comment]) -> dict[str, Comment]:
+    return {cid: c for cid, c in now.items() if listing.shows(c)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps)
+def test_a_subscriber_replaying_its_events_holds_its_listing(
+    script: list[tuple[str, tuple[Status, int, str, str, str] | None, int | None, bool]],
+) -> None:
+    async def run() -> None:
+        feed = Feed(TableRef(FakeDynamo(), "feed"), queue_size=1000)
+        now: dict[str, Comment] = {}
+        watchers: list[tuple[Listing, _Watcher]] = []
+        batch: list[Change] = []
+        for n, (cid, state, joins, breaks) in enumerate(script):
+            if joins is not None:
+                # What it is shown when it subscribes is the listing as it then is, the
+                # changes not yet handed out included (they count in what it was shown
+                # only once delivered: deliver what is pending first, as the stream would
+                # have before its first page was read).
+                await feed.deliver(batch)
+                batch = []
+                for _, w in watchers:
+                    w.apply()
+                listing = LISTINGS[joins]
+                watcher = _Watcher(feed.subscribe(listing), _listed(listing, now))
+                watchers.append((listing, watcher))
+            before = now.get(cid)
+            if state is None:
+                now.pop(cid, None)
+                after = None
+            else:
+                after = _comment(cid, state)
+                if before is not None and before.product_id != after.product_id:
+                    after = replace(after, product_id=before.product_id)
+                now[cid] = after
+            if before is None and after is None:
+                continue
+            kind: ChangeKind = (
+                "INSERT" if before is None else "REMOVE" if after is None else "MODIFY"
+            )
+            batch.append(
+                Change(kind, comment_key(cid), _image(before), _image(after), f"{n:08d}", "s")
+            )
+            if breaks:
+                await feed.deliver(batch)
+                batch = []
+        await feed.deliver(batch)
+        for listing, watcher in watchers:
+            watcher.apply()
+            assert watcher.shown == _listed(listing, now)
+
+    asyncio.run(run())
+
+
+class _Counting(FakeDynamo):
+    """The fake, counting the calls made to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        self.calls.append(operation)
+        return await super()._call(operation, kwargs)
+
+
+async def _put(table: TableRef, *items: Item) -> None:
+    await table.client.batch_write_item(
+        RequestItems={table.name: [{"PutRequest": {"Item": item}} for item in items]}
+    )
+
+
+async def test_events_carry_the_counters_read_after_the_batch() -> None:
+    table = TableRef(FakeDynamo(), "feed")
+    await _put(
+        table,
+        {**stats_key("p", None), "count_4": {"N": "3"}, "count_total": {"N": "3"}},
+        {**stats_key("p", "en"), "count_4": {"N": "2"}, "count_total": {"N": "2"}},
+    )
+    feed = Feed(table)
+    everything = feed.subscribe(Listing("p"))
+    english = feed.subscribe(Listing("p", language="en"))
+    made = _comment(IDS[0], (Status.PUBLISHED, 4, "en", "good", "p"))
+    await feed.deliver(
+        [Change("INSERT", comment_key(made.comment_id), None, _image(made), "1", "s")]
+    )
+    first = await anext(everything)
+    assert first.counts == RatingCounts("p", None, (0, 0, 0, 3, 0))
+    assert first.language_counts is None
+    second = await anext(english)
+    assert second.language_counts == RatingCounts("p", "en", (0, 0, 0, 2, 0))
+    # Reading them refreshed the process's snapshot.
+    assert table.memory.counts("p", None) == first.counts
+
+
+async def test_a_stats_change_refreshes_the_snapshot_without_a_read() -> None:
+    fake = _Counting()
+    table = TableRef(fake, "feed")
+    feed = Feed(table)
+    image = {**stats_key("p", None), "count_5": {"N": "7"}, "count_total": {"N": "7"}}
+    await feed.deliver([Change("MODIFY", stats_key("p", None), None, image, "1", "s")])
+    assert table.memory.counts("p", None) == RatingCounts("p", None, (0, 0, 0, 0, 7))
+    assert fake.calls == []
+
+
+async def test_a_subscriber_that_does_not_read_is_ended_too_slow() -> None:
+    feed = Feed(TableRef(FakeDynamo(), "feed"), queue_size=3)
+    slow = feed.subscribe(Listing("p"))
+    for n in range(4):
+        made = _comment(IDS[n], (Status.PUBLISHED, 4, "en", "good", "p"))
+        change = Change("INSERT", comment_key(made.comment_id), None, _image(made), str(n), "s")
+        await feed.deliver([change])
+    assert len(slow._queue) == 0  # what it held is let go
+    with pytest.raises(Ended) as ended:
+        await anext(slow)
+    assert ended.value.code == "TOO_SLOW"
+
+
+async def test_lost_changes_end_every_subscriber_and_drop_the_snapshot() -> None:
+    table = TableRef(FakeDynamo(), "feed")
+    table.memory.remember_counts([RatingCounts("p", None, (1, 0, 0, 0, 0))])
+    feed = Feed(table)
+    subscribers = [feed.subscribe(Listing("p")), feed.subscribe(Listing("q"))]
+    waiting = asyncio.ensure_future(anext(subscribers[0]))
+    await asyncio.sleep(0)
+    feed.interrupt("EVENTS_LOST", "lost")
+    with pytest.raises(Ended):
+        await waiting
+    for subscriber in subscribers:
+        with pytest.raises(Ended) as ended:
+            await anext(subscriber)
+        assert ended.value.code == "EVENTS_LOST"
+    assert table.memory.counts("p", None) is None
+
+
+def test_the_cap_counts_subscribers_and_unsubscribing_frees_a_place() -> None:
+    feed = Feed(TableRef(FakeDynamo(), "feed"), max_subscribers=2)
+    first = feed.subscribe(Listing("p"))
+    feed.subscribe(Listing("p", language="en"))
+    with pytest.raises(TooManySubscribers):
+        feed.subscribe(Listing("q"))
+    feed.unsubscribe(first)
+    feed.unsubscribe(first)  # twice is once
+    assert feed.subscribers == 1
+    feed.subscribe(Listing("q"))
+    assert feed.subscribers == 2

@@ -1,0 +1,292 @@
+"""Live updates across processes: two servers on one table with its stream; a client
+subscribed on one sees, in order and exactly once, what is written through the other;
+filters hold; the limits, auth and errors of the WebSocket transport."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import httpx
+import pytest
+
+from reliability.live import LiveServer, live_server
+from reliability.subscriber import Subscriber, subscriber
+from resolvers.auth import mint
+from server.local_engine import LocalEngine
+from storage.client import ClientSettings, open_client
+from storage.table import create_table
+from tests.api_helpers import SECRET
+
+pytestmark = pytest.mark.engine
+
+EVENTS = """subscription($pid: ID!, $lang: String, $ratings: [Int!]) {
+  commentEvents(productId: $pid, language: $lang, ratings: $ratings) {
+    kind commentId nodeId
+    comment { commentId body rating language status }
+    stats { total histogram { rating count } }
+    languageStats { language total }
+  }
+}"""
+CREATE = """mutation($input: CreateCommentInput!) {
+  createComment(input: $input) { comment { commentId } userErrors { code } } }"""
+UPDATE = """mutation($input: UpdateCommentInput!) {
+  updateComment(input: $input) { comment { rating } userErrors { code } } }"""
+DELETE = (
+    """mutation($id: ID!) { deleteComment(input: {id: $id}) { deletedId userErrors { code } } }"""
+)
+MODERATE = """mutation($id: ID!, $decision: ModerationDecision!) {
+  moderateComment(input: {id: $id, decision: $decision}) { comment { status } userErrors { code } }
+}"""
+VOTE = """mutation($id: ID!) {
+  voteHelpful(input: {id: $id, vote: HELPFUL}) { comment { helpfulCount } userErrors { code } } }"""
+STATS = """query($pid: ID!) {
+  product(productId: $pid) { stats { total histogram { rating count } } } }"""
+
+AUTHOR = mint(SECRET, "ann", name="Ann")
+VOTER = mint(SECRET, "bob", name="Bob")
+MODERATOR = mint(SECRET, "mod", name="Mod", roles=["moderator"])
+
+
+async def _streamed_table(endpoint_url: str) -> str:
+    name = f"live_{uuid.uuid4().hex[:8]}"
+    async with open_client(ClientSettings(endpoint_url=endpoint_url)) as client:
+        await create_table(client, name)  # with its stream, as create-table makes it
+    return name
+
+
+@pytest.fixture(scope="module")
+def servers(engine: LocalEngine) -> Iterator[dict[str, LiveServer]]:
+    """A: where clients subscribe; B: where writes go; C: small limits; D: live updates
+    off. All on one table with its stream."""
+    table = asyncio.run(_streamed_table(engine.endpoint_url))
+    roles: dict[str, dict[str, str]] = {
+        "A": {},
+        "B": {},
+        "C": {
+            "SUBSCRIPTIONS_PER_CONNECTION": "2",
+            "SUBSCRIPTIONS_PER_PROCESS": "3",
+            "SUBSCRIPTION_IDLE_SECONDS": "1",
+            "CONNECTION_INIT_SECONDS": "1",
+            "MAX_QUERY_COST": "3",
+        },
+        "D": {"LIVE_UPDATES": "false"},
+    }
+    # The default poll: DynamoDB Local answers GetRecords slowly enough that four servers
+    # polling every 50 ms slow each other's start-up threefold.
+    with ExitStack() as stack:
+        yield {
+            role: stack.enter_context(
+                live_server(engine.endpoint_url, table, SECRET, log=None, **env)
+            )
+            for role, env in roles.items()
+        }
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=30) as client:
+        yield client
+
+
+async def _call(
+    http: httpx.AsyncClient, server: LiveServer, query: str, token: str, **variables: Any
+) -> dict[str, Any]:
+    response = await http.post(
+        server.graphql_url,
+        json={"query": query, "variables": variables},
+        headers={"authorization": f"Bearer {token}"},
+    )
+    body: dict[str, Any] = response.json()
+    assert "errors" not in body, body
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+async def _create(
+    http: httpx.AsyncClient, server: LiveServer, pid: str, rating: int, language: str, body: str
+) -> str:
+    data = await _call(
+        http,
+        server,
+        CREATE,
+        AUTHOR,
+        input={"productId": pid, "rating": rating, "language": language, "body": body},
+    )
+    assert data["createComment"]["userErrors"] == []
+    cid: str = data["createComment"]["comment"]["commentId"]
+    return cid
+
+
+async def _ready(
+    http: httpx.AsyncClient,
+    writer: LiveServer,
+    client: Subscriber,
+    op_ids: list[str],
+    pid: str,
+) -> str:
+    """Wait until the subscriptions are live: write a comment every subscription shows
+    (German, 5 stars) until each has received its event. Returns the probe's id."""
+    # A subscription is registered within moments of its message; should a probe be
+    # written before that, another is, and the late events of earlier probes are skipped.
+    probes: list[str] = []
+    for _ in range(5):
+        probe = await _create(http, writer, pid, 5, "de", "probe")
+        probes.append(probe)
+        try:
+            for op_id in op_ids:
+                while True:
+                    message = await client.next(op_id, seconds=5)
+                    assert message["type"] == "next", message
+                    event = message["payload"]["data"]["commentEvents"]
+                    assert event["kind"] == "PUBLISHED", event
+                    assert event["commentId"] in probes, event
+                    if event["commentId"] == probe:
+                        break
+        except TimeoutError:
+            continue
+        return probe
+    raise AssertionError("the subscriptions never received an event")
+
+
+async def _events(client: Subscriber, op_id: str, n: int) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(n):
+        message = await client.next(op_id)
+        assert message["type"] == "next", message
+        assert "errors" not in message["payload"], message
+        out.append(message["payload"]["data"]["commentEvents"])
+    return out
+
+
+async def test_a_subscriber_on_one_process_sees_the_writes_of_another_in_order_once(
+    servers: dict[str, LiveServer], http: httpx.AsyncClient
+) -> None:
+    a, b = servers["A"], servers["B"]
+    pid = f"live-{uuid.uuid4().hex[:8]}"
+    async with subscriber(a.graphql_url, authorization=f"Bearer {VOTER}") as client:
+        await client.subscribe("all", EVENTS, {"pid": pid})
+        await client.subscribe("de5", EVENTS, {"pid": pid, "lang": "DE", "ratings": [5]})
+        probe = await _ready(http, b, client, ["all", "de5"], pid)
+
+        one = await _create(http, b, pid, 4, "en", "first")
+        two = await _create(http, b, pid, 5, "de", "second")
+        await _call(http, b, UPDATE, AUTHOR, input={"id": two, "body": "second, edited"})
+        await _call(http, b, UPDATE, AUTHOR, input={"id": two, "rating": 3})
+        await _call(http, b, MODERATE, MODERATOR, id=one, decision="REJECT")
+        await _call(http, b, MODERATE, MODERATOR, id=one, decision="APPROVE")
+        await _call(http, b, VOTE, VOTER, id=two)  # a vote is not an edit
+        await _call(http, b, DELETE, AUTHOR, id=two)
+        await _call(http, b, DELETE, AUTHOR, id=probe)
+        # Written last: the next event after the expected ones must be this one, so
+        # nothing came twice in between.
+        last = await _create(http, b, pid, 5, "de", "last")
+
+        seen = await _events(client, "all", 9)
+        assert [(e["kind"], e["commentId"]) for e in seen] == [
+            ("PUBLISHED", one),
+            ("PUBLISHED", two),
+            ("EDITED", two),
+            ("EDITED", two),
+            ("REMOVED", one),
+            ("PUBLISHED", one),
+            ("REMOVED", two),
+            ("REMOVED", probe),
+            ("PUBLISHED", last),
+        ]
+        assert seen[2]["comment"]["body"] == "second, edited"
+        assert seen[3]["comment"]["rating"] == 3
+        assert seen[4]["comment"] is None  # a rejected comment is not shown to everyone
+        assert seen[6]["nodeId"] != two  # the global id, for a client cache
+        german = await _events(client, "de5", 4)
+        # The edit to 3 stars took it out of the 5-star listing; the English one was
+        # never in it.
+        assert [(e["kind"], e["commentId"]) for e in german] == [
+            ("PUBLISHED", two),
+            ("EDITED", two),
+            ("REMOVED", two),
+            ("REMOVED", probe),
+        ]
+        assert german[0]["languageStats"]["language"] == "de"
+        last_german = await _events(client, "de5", 1)
+        assert last_german[0]["commentId"] == last
+        # The counters of the last event are the product's as stored.
+        stored = await _call(http, a, STATS, VOTER, pid=pid)
+        assert seen[-1]["stats"] == stored["product"]["stats"]
+
+
+async def test_limits_per_connection_and_per_process_and_freed_on_disconnect(
+    servers: dict[str, LiveServer], http: httpx.AsyncClient
+) -> None:
+    c = servers["C"]
+    pid = f"lim-{uuid.uuid4().hex[:8]}"
+    query = "subscription($pid: ID!) { commentEvents(productId: $pid) { kind commentId } }"
+    async with subscriber(c.graphql_url) as first:
+        await first.subscribe("1", query, {"pid": pid})
+        await first.subscribe("2", query, {"pid": pid})
+        await first.subscribe("3", query, {"pid": pid})
+        refused = await first.next("3")
+        assert refused["type"] == "error"
+        assert refused["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
+        async with subscriber(c.graphql_url) as second:
+            await second.subscribe("1", query, {"pid": pid})
+            # The process's third place is taken; its fourth is refused.
+            async with subscriber(c.graphql_url) as third:
+                await third.subscribe("1", query, {"pid": pid})
+                over = await third.next("1")
+                assert over["type"] == "error"
+                assert over["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
+        # The first connection leaves: its places are freed, so a new subscription is
+        # accepted and receives events.
+    async with subscriber(c.graphql_url) as again:
+        await again.subscribe("new", query, {"pid": pid})
+        await again.subscribe("other", query, {"pid": pid})
+        # Both receive events (a refusal would arrive instead of the probe's event).
+        await _ready(http, servers["B"], again, ["new", "other"], pid)
+
+
+async def test_connection_init_checks_the_token(servers: dict[str, LiveServer]) -> None:
+    async with subscriber(servers["A"].graphql_url, init=False) as client:
+        await client.send({"type": "connection_init", "payload": {"authorization": "Bearer x"}})
+        closed = await client.closed()
+    assert closed.code == 4403
+    async with subscriber(servers["A"].graphql_url, authorization=f"Bearer {AUTHOR}") as ok:
+        assert ok.acknowledged == {"type": "connection_ack"}
+
+
+async def test_a_connection_without_init_or_without_subscriptions_is_closed(
+    servers: dict[str, LiveServer],
+) -> None:
+    async with subscriber(servers["C"].graphql_url, init=False) as silent:
+        assert (await silent.closed(seconds=10)).code == 4408
+    async with subscriber(servers["C"].graphql_url) as idle:
+        assert (await idle.closed(seconds=10)).code == 4000
+
+
+async def test_refusals_carry_codes(servers: dict[str, LiveServer]) -> None:
+    async with subscriber(servers["C"].graphql_url) as client:
+        await client.send(
+            {"id": "q", "type": "subscribe", "payload": {"query": "{ viewer { subject } }"}}
+        )
+        query = await client.next("q")
+        assert query["payload"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+        costly = """subscription { commentEvents(productId: "p") {
+          comment { product { comments(first: 50) { nodes { body } } } } } }"""
+        await client.subscribe("cost", costly)
+        over = await client.next("cost")
+        assert over["type"] == "error"
+        assert over["payload"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+        await client.subscribe(
+            "bad", 'subscription { commentEvents(productId: "p", ratings: [7]) { kind } }'
+        )
+        bad = await client.next("bad")
+        assert bad["type"] == "error"
+        assert bad["payload"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    async with subscriber(servers["D"].graphql_url) as off:
+        await off.subscribe("x", 'subscription { commentEvents(productId: "p") { kind } }')
+        refused = await off.next("x")
+        assert refused["type"] == "error"
+        assert refused["payload"][0]["extensions"]["code"] == "LIVE_UPDATES_UNAVAILABLE"
