@@ -13,8 +13,9 @@ Strawberry speaks the protocol; this module adds what a public server needs arou
 - **Limits.** Subscriptions per connection (TOO_MANY_SUBSCRIPTIONS as an ``error``
   message), per process (the feed's cap, the same code), the wait for connection_init
   (4408, Strawberry's), and an idle timeout: a connection without a subscription for
-  ``idle_seconds`` is closed with 4000. uvicorn caps a message at the HTTP body limit and
-  pings the client to find dead connections.
+  ``idle_seconds`` is closed with 4000, and one whose token has expired with 4403.
+  uvicorn caps a message at the HTTP body limit and pings the client to find dead
+  connections.
 - **Codes.** Every error sent (``error`` and ``next`` messages) carries its contract code,
   as over HTTP (``schema.errors.with_codes``).
 """
@@ -45,6 +46,8 @@ from schema.errors import with_codes
 # Close code of a connection that held no subscription for the idle timeout (4000-4399 are
 # the application's; the protocol's own are 44xx).
 IDLE_CLOSE_CODE = 4000
+# Seconds between checks of a connection's token (and of its idleness, at most).
+TOKEN_CHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,11 +207,20 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         await super().shutdown()
 
     async def _close_when_idle(self) -> None:
+        """Close the connection once it has held no subscription for the idle timeout, or
+        once the token it was initialised with has expired (a subscription lives no longer
+        than the token that opened it; the client reconnects with a fresh one)."""
         loop = asyncio.get_running_loop()
         idle = self.limits.idle_seconds
         since = loop.time()
         while True:
-            await asyncio.sleep(min(idle / 4, 5.0))
+            await asyncio.sleep(min(idle / 4, TOKEN_CHECK_SECONDS))
+            if self.context.authorization is not None:
+                try:
+                    authenticate(self.context.authorization, self.context.tokens)
+                except Unauthenticated:
+                    await self.websocket.close(code=4403, reason="Token expired")
+                    return
             if self.operations:
                 since = loop.time()
                 continue

@@ -255,6 +255,12 @@ async def test_connection_init_checks_the_token(servers: dict[str, LiveServer]) 
     assert closed.code == 4403
     async with subscriber(servers["A"].graphql_url, authorization=f"Bearer {AUTHOR}") as ok:
         assert ok.acknowledged == {"type": "connection_ack"}
+    # A connection lives no longer than its token.
+    brief = mint(SECRET, "ann", name="Ann", ttl_seconds=2)
+    async with subscriber(servers["A"].graphql_url, authorization=f"Bearer {brief}") as short:
+        await short.subscribe("1", 'subscription { commentEvents(productId: "p") { kind } }')
+        closed = await short.closed(seconds=10)
+    assert (closed.code, closed.reason) == (4403, "Token expired")
 
 
 async def test_a_connection_without_init_or_without_subscriptions_is_closed(
