@@ -36,6 +36,9 @@ class Subscriber:
     _closed: Closed | None = None
     _reader: asyncio.Task[None] | None = None
     acknowledged: dict[str, Any] | None = None
+    # Messages that came in binary frames: the protocol sends text only (graphql-ws refuses
+    # binary ones), so a test expects none.
+    binary_frames: int = 0
 
     def _queue(self, op_id: str) -> asyncio.Queue[tuple[float, dict[str, Any]]]:
         return self._queues.setdefault(op_id, asyncio.Queue())
@@ -44,6 +47,8 @@ class Subscriber:
         loop = asyncio.get_running_loop()
         try:
             async for raw in self.socket:
+                if isinstance(raw, bytes):
+                    self.binary_frames += 1
                 message = orjson.loads(raw)
                 if message.get("type") == "ping":
                     await self.socket.send(orjson.dumps({"type": "pong"}).decode())

@@ -44,7 +44,12 @@ from server.http_cache import NO_STORE, Conditional
 from server.persisted import PersistedQueries, load_manifest
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
-from server.subscriptions import SubscriptionHandler, SubscriptionLimits, authorize
+from server.subscriptions import (
+    SubscriptionHandler,
+    SubscriptionLimits,
+    TextFrames,
+    authorize,
+)
 from server.transport import (
     GRAPHQL_RESPONSE_JSON,
     JSON,
@@ -87,6 +92,7 @@ class GraphQLApp(GraphQL[Context, None]):
     WebSocket (server.subscriptions)."""
 
     graphql_transport_ws_handler_class = SubscriptionHandler
+    websocket_adapter_class = TextFrames
 
     def __init__(self, settings: Settings, ide: GraphiQLPage | None = None) -> None:
         schema = build_schema(
@@ -261,6 +267,10 @@ class GraphQLApp(GraphQL[Context, None]):
         if not isinstance(parsed, dict | list):
             raise HTTPException(400, "The request body must be a JSON object with a query.")
         return parsed
+
+    def decode_json(self, data: str | bytes) -> object:
+        # WebSocket messages (and GET parameters): orjson, as for bodies (see parse_json).
+        return orjson.loads(data)
 
     def encode_json(self, data: object) -> str | bytes:
         if self.use_orjson:

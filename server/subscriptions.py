@@ -23,12 +23,15 @@ Strawberry speaks the protocol; this module adds what a public server needs arou
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from graphql import GraphQLError, GraphQLSyntaxError, OperationType, parse
+from starlette.websockets import WebSocketDisconnect
+from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema import BaseSchema
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
@@ -80,6 +83,21 @@ def _error(message: str, code: str, **extensions: Any) -> PreExecutionError:
     return PreExecutionError(
         data=None, errors=[GraphQLError(message, extensions={"code": code, **extensions})]
     )
+
+
+class TextFrames(ASGIWebSocketAdapter):
+    """Messages as text frames, as graphql-transport-ws requires (the view encodes JSON
+    with orjson, to bytes, which Strawberry would send as binary frames: the graphql-ws
+    client refuses those), and read with orjson (which refuses nesting deep enough to
+    exhaust the interpreter's recursion, as for HTTP bodies)."""
+
+    async def send_json(self, message: Mapping[str, object]) -> None:
+        encoded = self.view.encode_json(message)
+        text = encoded.decode() if isinstance(encoded, bytes) else encoded
+        try:
+            await self.ws.send_text(text)
+        except WebSocketDisconnect as exc:
+            raise WebSocketDisconnected from exc
 
 
 class _Operations:

@@ -216,6 +216,7 @@ async def test_a_subscriber_on_one_process_sees_the_writes_of_another_in_order_o
         # The counters of the last event are the product's as stored.
         stored = await _call(http, a, STATS, VOTER, pid=pid)
         assert seen[-1]["stats"] == stored["product"]["stats"]
+        assert client.binary_frames == 0  # text frames only, as the protocol says
 
 
 async def test_limits_per_connection_and_per_process_and_freed_on_disconnect(

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from reliability.live import ROOT, LiveServer, live_server
 from server.local_engine import LocalEngine
-from storage.table import TableRef
+from storage.table import TableRef, create_table
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table
 
@@ -109,5 +110,35 @@ def test_every_operation_runs_against_live_servers(
         print("\nTypeScript client (node --test):\n" + run.stdout, end="")
     counts = {name: int(value) for name, value in COUNT.findall(run.stdout)}
     assert counts.get("pass", 0) >= 10, report
+    assert (counts.get("fail"), counts.get("cancelled"), counts.get("skipped")) == (0, 0, 0), report
+    assert run.returncode == 0, report
+
+
+@pytest.fixture(scope="module")
+async def live_table(table: TableRef) -> TableRef:
+    """A table of its own with its stream, as create-table makes it."""
+    own = TableRef(table.client, f"ts_live_{uuid.uuid4().hex[:8]}")
+    await create_table(own.client, own.name)
+    return own
+
+
+def test_a_subscription_through_apollo_and_graphql_ws(
+    engine: LocalEngine, live_table: TableRef, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _node()
+    with live_server(engine.endpoint_url, live_table.name, SECRET) as server:
+        run = _run(
+            [_node(), "--import", "tsx", "--test", "--test-reporter=spec", "test/live.test.ts"],
+            env={
+                "COMMENTS_LIVE_GRAPHQL_URL": server.graphql_url,
+                "COMMENTS_TOKEN": token("lou", name="Lou"),
+                "NO_COLOR": "1",
+            },
+        )
+    report = run.stdout + run.stderr
+    with capsys.disabled():
+        print("\nTypeScript live updates (node --test):\n" + run.stdout, end="")
+    counts = {name: int(value) for name, value in COUNT.findall(run.stdout)}
+    assert counts.get("pass", 0) == 1, report
     assert (counts.get("fail"), counts.get("cancelled"), counts.get("skipped")) == (0, 0, 0), report
     assert run.returncode == 0, report
