@@ -5,6 +5,7 @@ the feed's bounds (a slow subscriber, lost changes, the cap, unsubscribing)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -246,3 +247,31 @@ def test_the_cap_counts_subscribers_and_unsubscribing_frees_a_place() -> None:
     assert feed.subscribers == 1
     feed.subscribe(Listing("q"))
     assert feed.subscribers == 2
+
+
+async def test_a_follower_that_fails_ends_subscriptions_and_starts_again() -> None:
+    feed = Feed(TableRef(FakeDynamo(), "feed"))
+    starts = 0
+    resumed = asyncio.Event()
+
+    async def batches() -> AsyncIterator[list[Change]]:
+        nonlocal starts
+        starts += 1
+        yield []
+        if starts == 1:
+            raise ConnectionError("the stream's endpoint went away")
+        resumed.set()
+        await asyncio.Event().wait()  # follows on, quietly
+
+    await asyncio.sleep(0)
+    before = feed.subscribe(Listing("p"))
+    following = asyncio.create_task(feed.follow(batches, retry_seconds=0))
+    await asyncio.wait_for(resumed.wait(), 5)
+    assert feed.following
+    with pytest.raises(Ended) as ended:
+        await anext(before)
+    assert ended.value.code == "EVENTS_LOST"
+    following.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await following
+    assert not feed.following
