@@ -152,10 +152,13 @@ class StreamFollower:
 
     async def _discover(self) -> None:
         """Start every shard not seen before from its oldest record: a child of a shard
-        that ended, or one made since the last look."""
+        that ended, or one made since the last look. A child whose parent is still being
+        read waits for it (it is looked at again when the parent ends): an item's changes
+        continue in the child after those left in the parent, so reading both at once
+        could hand its later change out first."""
         for shard in await self._describe():
             shard_id = shard["ShardId"]
-            if shard_id in self._known:
+            if shard_id in self._known or shard.get("ParentShardId") in self._shards:
                 continue
             self._known.add(shard_id)
             state = _Shard(shard_id)

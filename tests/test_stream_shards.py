@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from botocore.exceptions import ClientError
 
+from storage import stream
 from storage.stream import Change, StreamFollower
 
 
@@ -143,3 +145,20 @@ async def test_lost_records_are_reported_and_reading_goes_on() -> None:
     assert len(gaps) == 2
     assert "trimmed" in gaps[1]
     assert [c.sequence for c in got] == ["a3"]
+
+
+async def test_a_child_found_while_its_parent_is_read_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One record a call, and a look at the shard list on every poll: the child is listed
+    # while its parent still has records to give.
+    monkeypatch.setattr(stream, "RECORDS_PER_CALL", 1)
+    streams = _Streams({"a": _Shard()})
+    follower = StreamFollower(streams, "arn", poll_seconds=0, rediscover_seconds=0)
+    await follower.start()
+    for n in range(4):
+        streams.write("a", f"a{n}")
+    streams.shards["a"].closed = True
+    streams.shards["b"] = _Shard(["b0", "b1"], parent="a")
+    got = [c.sequence for c in await _poll(follower, 8)]
+    assert got == ["a0", "a1", "a2", "a3", "b0", "b1"]
