@@ -102,14 +102,21 @@ def _credentials(settings: ClientSettings) -> dict[str, str]:
     return {}
 
 
-def _config(settings: ClientSettings) -> Config:
-    return Config(
+def _client_options(settings: ClientSettings) -> dict[str, Any]:
+    """Region, endpoint, configuration and credentials: what every client takes."""
+    config = Config(
         retries={"mode": "standard", "max_attempts": settings.max_attempts},
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
         max_pool_connections=settings.max_pool_connections,
         **client_config_options(settings),
     )
+    return {
+        "region_name": settings.region,
+        "endpoint_url": settings.endpoint_url,
+        "config": config,
+        **_credentials(settings),
+    }
 
 
 @asynccontextmanager
@@ -119,13 +126,7 @@ async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
     if settings.fast_attribute_parsing:
         core.register_component("response_parser_factory", _ParserFactory())
     session = aioboto3.Session(botocore_session=core)
-    async with session.client(
-        "dynamodb",
-        region_name=settings.region,
-        endpoint_url=settings.endpoint_url,
-        config=_config(settings),
-        **_credentials(settings),
-    ) as client:
+    async with session.client("dynamodb", **_client_options(settings)) as client:
         if settings.direct_reads:
             yield DirectReads(client, pass_through=settings.fast_attribute_parsing)
         else:
@@ -137,11 +138,5 @@ async def open_streams_client(settings: ClientSettings) -> AsyncIterator[Any]:
     """Yield a DynamoDB Streams client for the same endpoint and credentials: the one a
     process follows the table's stream with (``storage.stream``)."""
     session = aioboto3.Session()
-    async with session.client(
-        "dynamodbstreams",
-        region_name=settings.region,
-        endpoint_url=settings.endpoint_url,
-        config=_config(settings),
-        **_credentials(settings),
-    ) as client:
+    async with session.client("dynamodbstreams", **_client_options(settings)) as client:
         yield client

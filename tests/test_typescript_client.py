@@ -96,22 +96,32 @@ def test_every_operation_runs_against_live_servers(
     servers: tuple[LiveServer, LiveServer], capsys: pytest.CaptureFixture[str]
 ) -> None:
     open_server, trusted = servers
-    run = _run(
-        [_node(), "--import", "tsx", "--test", "--test-reporter=spec", "test/api.test.ts"],
-        env={
+    passed = _node_test(
+        "test/api.test.ts",
+        {
             "COMMENTS_GRAPHQL_URL": open_server.graphql_url,
             "COMMENTS_TRUSTED_GRAPHQL_URL": trusted.graphql_url,
             "COMMENTS_TOKEN": token("tess", name="Tess"),
-            "NO_COLOR": "1",
         },
+        capsys,
+    )
+    assert passed >= 10
+
+
+def _node_test(file: str, env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> int:
+    """Run one Node test file (node --test with tsx); every test in it must pass. Returns
+    how many passed."""
+    run = _run(
+        [_node(), "--import", "tsx", "--test", "--test-reporter=spec", file],
+        env={**env, "NO_COLOR": "1"},
     )
     report = run.stdout + run.stderr
     with capsys.disabled():
-        print("\nTypeScript client (node --test):\n" + run.stdout, end="")
+        print(f"\nTypeScript client, {file} (node --test):\n" + run.stdout, end="")
     counts = {name: int(value) for name, value in COUNT.findall(run.stdout)}
-    assert counts.get("pass", 0) >= 10, report
     assert (counts.get("fail"), counts.get("cancelled"), counts.get("skipped")) == (0, 0, 0), report
     assert run.returncode == 0, report
+    return counts.get("pass", 0)
 
 
 @pytest.fixture(scope="module")
@@ -127,18 +137,12 @@ def test_a_subscription_through_apollo_and_graphql_ws(
 ) -> None:
     _node()
     with live_server(engine.endpoint_url, live_table.name, SECRET) as server:
-        run = _run(
-            [_node(), "--import", "tsx", "--test", "--test-reporter=spec", "test/live.test.ts"],
-            env={
+        passed = _node_test(
+            "test/live.test.ts",
+            {
                 "COMMENTS_LIVE_GRAPHQL_URL": server.graphql_url,
                 "COMMENTS_TOKEN": token("lou", name="Lou"),
-                "NO_COLOR": "1",
             },
+            capsys,
         )
-    report = run.stdout + run.stderr
-    with capsys.disabled():
-        print("\nTypeScript live updates (node --test):\n" + run.stdout, end="")
-    counts = {name: int(value) for name, value in COUNT.findall(run.stdout)}
-    assert counts.get("pass", 0) == 1, report
-    assert (counts.get("fail"), counts.get("cancelled"), counts.get("skipped")) == (0, 0, 0), report
-    assert run.returncode == 0, report
+    assert passed == 1
