@@ -142,6 +142,13 @@ def processes(traffic: Traffic, figures: Figures = Figures(), utilisation: float
     return max(2, math.ceil(busy / utilisation))
 
 
+def page_storage_ms(figures: Figures = Figures(), cold: bool = False) -> float:
+    """Storage latency of a page: its sequential rounds (one warm, at most two cold: the
+    counters first) times one call's latency."""
+    rounds = 2.0 if cold else figures.rounds_per_page
+    return rounds * figures.call_ms
+
+
 def leaderboard_write_ceiling(shards: int, figures: Figures = Figures()) -> float:
     """5-star changes per second the leaderboard takes before an index partition throttles,
     when they spread evenly over the shards."""
@@ -259,6 +266,12 @@ def report(figures: Figures = Figures(), prices: Prices = Prices()) -> str:
                 for t in SCENARIOS
             ],
         ),
+        "",
+    ]
+    out += [
+        f"Storage latency of a page at {figures.call_ms:g} ms a call: "
+        f"{page_storage_ms(figures):g} ms warm (one round), "
+        f"{page_storage_ms(figures, cold=True):g} ms cold (two).",
         "",
     ]
     hot = hot_product(figures)

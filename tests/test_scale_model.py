@@ -15,6 +15,7 @@ from benchmarks.scale_model import (
     leaderboard_read_units,
     leaderboard_write_ceiling,
     monthly_cost,
+    page_storage_ms,
     processes,
     read_units,
     report,
@@ -61,6 +62,12 @@ def test_processes_by_hand() -> None:
     busy = Traffic("busy", page_views=1000, reviews=0, products=1, languages=1)
     assert processes(busy) == 15  # 8.52 cores at 60 %: 14.2
     assert processes(busy, Figures(cpu_ms_per_request=3.0), utilisation=1.0) == 3
+
+
+def test_page_latency_by_hand() -> None:
+    assert page_storage_ms() == 5.0  # one round of 5 ms
+    assert page_storage_ms(cold=True) == 10.0
+    assert page_storage_ms(Figures(call_ms=8.0, rounds_per_page=1.2)) == pytest.approx(9.6)
 
 
 def test_partition_limits_by_hand() -> None:
