@@ -6,7 +6,8 @@ times it can run, which is the product of the page sizes and list lengths above 
 
     Query.node, Query.comment            1
     Query.nodes(ids)                     len(ids); fields below run len(ids) times
-    Query.topProducts(first)             1; fields below run `first` times
+    Query.topProducts(first)             LEADERBOARD_CALLS (every shard, the layout: a
+                                         bound); fields below run `first` times
     Product.stats, .lastCommentedAt      1
     Product.comments(ratings, first)     1 (the counters) + the page's queries: one partition
                                          (no filter, one rating) is read in one round, a
@@ -82,7 +83,7 @@ from storage.model import (
     REPORT_REASONS,
     TITLE_MAX_BYTES,
 )
-from storage.reads import LEADERBOARD_MAX
+from storage.reads import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
 
 # The write path makes at most this many storage calls for one createComment or
@@ -206,8 +207,8 @@ def _nodes(args: Args, _: Lengths) -> FieldCost:
 def _top(args: Args, _: Lengths) -> FieldCost:
     first = None if args is None else args.get("first")
     if isinstance(first, int) and 1 <= first <= TOP_MAX:
-        return FieldCost(1, first)
-    return FieldCost(1, TOP_MAX)  # storage refuses it; the worst case stands
+        return FieldCost(LEADERBOARD_CALLS, first)
+    return FieldCost(LEADERBOARD_CALLS, TOP_MAX)  # storage refuses it; the worst case stands
 
 
 def _calls(points: int) -> Callable[[Args, Lengths], FieldCost]:

@@ -33,9 +33,11 @@ from storage.client import open_client
 from storage.cursor import Ordering, encode_cursor
 from storage.errors import StorageError
 from storage.imports import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
+from storage.layout import MAX_SHARDS, validate_shards
 from storage.migrate import migrate
 from storage.model import ListingFilter, Order
 from storage.reads import list_comments
+from storage.reshard import reshard_leaders
 from storage.table import TableRef, create_table, ensure_ttl
 from storage.verify import Report, repair, verify
 
@@ -155,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for each index to be built before giving up; running the "
         "command again resumes (default 3600)",
     )
+    migrate.add_argument(
+        "--leaderboard-shards",
+        type=int,
+        metavar="N",
+        help=f"spread the leaderboard over N index partitions (1 to {MAX_SHARDS}; a table "
+        "without a recorded number has 1) and move every entry; safe to interrupt and to run "
+        "again, and the leaderboard stays exact meanwhile",
+    )
 
     check = sub.add_parser("verify-stats", help="recount counters and leaderboard from comments")
     _add_connection(check)
@@ -212,11 +222,14 @@ def _print_report(report: Report) -> None:
     print(f"{report.comments} comments, {report.stats_items} stats items checked")
     for line in report.describe():
         print(f"  DRIFT {line}")
+    print(f"leaderboard layout: {report.layout.describe()}")
     if report.exact:
         print("all counters and leaderboard entries are exact")
 
 
 async def _migrate(args: argparse.Namespace) -> int:
+    if args.leaderboard_shards is not None:
+        validate_shards(args.leaderboard_shards)  # before anything is changed
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
         table = TableRef(client, settings.dynamodb_table)
@@ -224,6 +237,12 @@ async def _migrate(args: argparse.Namespace) -> int:
             table, progress=lambda line: print(line, file=sys.stderr), wait_seconds=args.wait
         )
         await ensure_ttl(table)
+        shards = args.leaderboard_shards
+        moved = None
+        if shards is not None:
+            moved = await reshard_leaders(
+                table, shards, progress=lambda line: print(line, file=sys.stderr)
+            )
     filled = done.backfill
     if filled is not None and not filled.already_done:
         print(f"gave {filled.written} comments the most helpful order's key")
@@ -231,6 +250,10 @@ async def _migrate(args: argparse.Namespace) -> int:
         print(f"added indexes: {', '.join(done.added)}; the table is up to date")
     else:
         print("the table already has every index; nothing to do")
+    if moved is not None and moved.already_done:
+        print(f"the leaderboard already has {moved.shards} shards")
+    elif moved is not None:
+        print(f"the leaderboard has {moved.shards} shards; moved {moved.moved} entries")
     return 0
 
 

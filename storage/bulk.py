@@ -21,6 +21,8 @@ from storage import keys, stats
 from storage.errors import InvalidInput, StorageUnavailable
 from storage.expressions import Attr, put_request
 from storage.items import VOTE_ATTR, comment_to_item, number
+from storage.layout import LeaderLayout
+from storage.leaders import read_layout
 from storage.model import Comment, Status, Vote
 from storage.reads import batch_get_counts, batch_get_items
 from storage.retry import DEFAULT_BACKOFF, Backoff
@@ -93,7 +95,10 @@ async def load_new_products(
             for chunk in chunks(others, BATCH_WRITE_MAX)
         )
     )
-    whole = _stats_items(comments) + [_slot_item(s, n) for s, n in sorted(slots.items())]
+    # The entries go where the table's layout says now; seeding while the leaderboard's
+    # shards are being migrated is not supported (these puts carry no condition).
+    layout = await read_layout(table)
+    whole = _stats_items(comments, layout) + [_slot_item(s, n) for s, n in sorted(slots.items())]
     whole += [vote for c in comments for vote in vote_items(c)]
     for start in range(0, len(whole), BATCH_WRITE_MAX):
         items = whole[start : start + BATCH_WRITE_MAX]
@@ -160,12 +165,12 @@ def _slot_item(slot: Slot, count: int) -> Item:
     return {**_slot_key(slot), SLOT_COUNT_ATTR: {"N": str(count)}}
 
 
-def _stats_items(comments: Sequence[Comment]) -> list[Item]:
+def _stats_items(comments: Sequence[Comment], layout: LeaderLayout) -> list[Item]:
     tallies: dict[stats.StatsScope, list[int]] = {}
     for c in comments:
         if c.published:
             stats.count_in(tallies, c.product_id, c.language, c.rating, verified=c.verified)
     return [
-        stats.whole_item(pid, lang, tallies[(pid, lang)])
+        stats.whole_item(pid, lang, tallies[(pid, lang)], layout)
         for pid, lang in sorted(tallies, key=lambda k: (k[0], k[1] or ""))
     ]

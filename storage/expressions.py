@@ -261,6 +261,12 @@ def delete_request(
     return _conditioned({"TableName": table, "Key": key}, Placeholders(), condition, return_old)
 
 
+def check_request(table: str, key: Item, condition: Condition) -> dict[str, Any]:
+    """The parameters of a transaction's ConditionCheck; a failure returns the item as it
+    is (ALL_OLD)."""
+    return _conditioned({"TableName": table, "Key": key}, Placeholders(), condition, True)
+
+
 def get_request(
     table: str, key: Item, *, projection: Sequence[str] = (), consistent: bool = False
 ) -> dict[str, Any]:

@@ -279,7 +279,7 @@ class _Run:
                     # The rest's counts are computed again, without them (``_parts``).
                     batch = [r for i, r in enumerate(batch) if i not in there]
                     continue
-                if counters.lost_five_star_race(cancel, five):
+                if counters.lost_five_star_race(self.table, cancel, five):
                     stale += 1
                     if stale > 2:
                         await self.backoff.sleep(min(stale - 2, 3))
@@ -318,13 +318,16 @@ def _batches(records: list[ImportRecord]) -> Iterator[list[ImportRecord]]:
 
 def _actions(batch: list[ImportRecord]) -> int:
     """Two puts per record, one update per author's slot, per stats item moved (S and one
-    S#<lang> per language of a published comment) and for the queue's count."""
+    S#<lang> per language of a published comment) and for the queue's count, and the
+    leaderboard layout's check when published 5-star comments may create the product's
+    entry (counted whenever there are some: the count is read only later)."""
     comments = [r.comment for r in batch]
     slots = {(c.author_id, c.product_id) for c in comments}
     languages = {(c.product_id, c.language) for c in comments if c.published}
     stats = len(languages) + len({pid for pid, _ in languages})
     queue = any(c.status is Status.PENDING for c in comments)
-    return 2 * len(batch) + len(slots) + stats + int(queue)
+    layout = any(c.published and c.rating == 5 for c in comments)
+    return 2 * len(batch) + len(slots) + stats + int(queue) + int(layout)
 
 
 def _moves(batch: list[ImportRecord]) -> list[counters.Move]:

@@ -1,10 +1,11 @@
-"""Reads: counters (single and batched), comments by id, listings and the leaderboard."""
+"""Reads: counters (single and batched), comments by id, listings; the leaderboard is
+read by ``storage.leaders`` and re-exported here."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from storage import keys
@@ -13,6 +14,11 @@ from storage.executor import Page, execute
 from storage.expressions import Attr, Placeholders, get_request, query_request
 from storage.indexes import SORT_KEY, Index
 from storage.items import comment_key, item_to_comment, number
+from storage.leaders import LEADERBOARD_CALLS as LEADERBOARD_CALLS
+from storage.leaders import LEADERBOARD_DEFAULT as LEADERBOARD_DEFAULT
+from storage.leaders import LEADERBOARD_MAX as LEADERBOARD_MAX
+from storage.leaders import LeaderEntry as LeaderEntry
+from storage.leaders import leaderboard as leaderboard
 from storage.model import Comment, ListingFilter, Order, PageRequest, RatingCounts
 from storage.planner import (
     DEFAULT_TUNING,
@@ -29,8 +35,6 @@ from storage.planner import (
 from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
 from storage.snapshots import HeadKey
 from storage.stats import (
-    LEADER_ATTR,
-    LEADER_SORT_ATTR,
     StatsScope,
     item_to_counts,
     scope_of,
@@ -42,15 +46,6 @@ from storage.writes.counters import QUEUE_COUNT_ATTR, queue_count_key
 from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
 
 BATCH_GET_MAX = 100
-# How many leaderboard entries one request may ask for, and how many it gets by default.
-LEADERBOARD_MAX = 100
-LEADERBOARD_DEFAULT = 10
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderEntry:
-    product_id: str
-    five_star_count: int
 
 
 async def get_counts(table: TableRef, product_id: str, language: str | None) -> RatingCounts:
@@ -294,22 +289,3 @@ async def _newest(table: TableRef, product_id: str) -> Response:
             limit=1,
         )
     )
-
-
-async def leaderboard(table: TableRef, first: int = LEADERBOARD_DEFAULT) -> list[LeaderEntry]:
-    """Top products by 5-star count, most first: one query on the LEADERS partition."""
-    if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= LEADERBOARD_MAX:
-        raise InvalidPageRequest(f"first must be between 1 and {LEADERBOARD_MAX}")
-    response = await table.client.query(
-        **query_request(
-            table.name,
-            index=Index.BY_LANG_AND_RATING.value,
-            key=Attr(LEADER_ATTR).eq(keys.LEADERS),
-            forward=False,
-            limit=first,
-        )
-    )
-    return [
-        LeaderEntry(keys.product_id_from_pk(i["PK"]["S"]), int(i[LEADER_SORT_ATTR]["S"]))
-        for i in response.get("Items", [])
-    ]

@@ -5,9 +5,9 @@ comments in. Each holds ``count_1`` to ``count_5`` and ``count_total`` of its PU
 comments, and ``verified_1`` to ``verified_5`` and ``verified_total`` of those written by
 verified purchasers (the planner sizes and skips verified-only reads by them); the ``S`` item of a
 product with 5-star comments doubles as its leaderboard entry (``LEADER_ATTR`` set to
-``LEADERS`` and the sort key to the padded 5-star count). This module is the one
-definition of that shape: items, bulk loading, the writes' counter moves and verify all
-build and read it through here.
+its leaderboard partition, ``LEADERS`` or a shard's, see ``storage.layout``, and the sort
+key to the padded 5-star count). This module is the one definition of that shape: items,
+bulk loading, the writes' counter moves and verify all build and read it through here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from storage import keys
 from storage.expressions import Attr, Update
 from storage.indexes import SORT_KEY, Index
 from storage.items import number
+from storage.layout import LeaderLayout, is_leader_partition
 from storage.model import RatingCounts
 from storage.types import Item
 
@@ -36,6 +37,8 @@ TOTALS: tuple[str, ...] = (TOTAL_ATTR, VERIFIED_TOTAL_ATTR)
 # A tally: count_1..count_5 then verified_1..verified_5.
 TALLY_SIZE = len(COUNTERS)
 # The S item doubles as the leaderboard entry on this index's partition key (and GSISK).
+# A leaderboard entry as stored: (its partition, its sort key).
+Leader = tuple[str, str]
 LEADER_ATTR = Index.BY_LANG_AND_RATING.partition_attr
 LEADER_SORT_ATTR = SORT_KEY
 
@@ -76,21 +79,24 @@ class StoredStats:
 
     counts: tuple[int, ...]  # count_1 .. count_5, verified_1 .. verified_5
     totals: tuple[int, int]  # count_total, verified_total
-    leader: str | None  # the entry's sort key, None without an entry
+    leader: Leader | None  # the entry's partition and sort key, None without an entry
 
     @classmethod
     def of(cls, item: Item) -> StoredStats:
         leader = None
-        if item.get(LEADER_ATTR, {}).get("S") == keys.LEADERS:
-            leader = item.get(LEADER_SORT_ATTR, {}).get("S")
+        partition = item.get(LEADER_ATTR, {}).get("S")
+        if partition is not None and is_leader_partition(partition):
+            leader = (partition, item.get(LEADER_SORT_ATTR, {}).get("S", ""))
         total, verified = (number(item, a) for a in TOTALS)
         return cls(tuple(number(item, a) for a in COUNTERS), (total, verified), leader)
 
     @classmethod
-    def expected(cls, tally: Sequence[int], *, scope_is_all: bool) -> StoredStats:
-        """What the item of this tally holds: the totals, and the leaderboard entry on the
-        all-languages item only."""
-        leader = leader_sort_key(tally[4]) if scope_is_all else None
+    def expected(cls, tally: Sequence[int], *, home: str | None) -> StoredStats:
+        """What the item of this tally holds: the totals, and on the all-languages item
+        (``home``: the partition its entry belongs in; None for a language's item) the
+        leaderboard entry."""
+        key = leader_sort_key(tally[4]) if home is not None else None
+        leader = None if home is None or key is None else (home, key)
         return cls(tuple(tally), (sum(tally[:5]), sum(tally[5:])), leader)
 
 
@@ -124,8 +130,11 @@ def item_to_counts(product_id: str, language: str | None, item: Item | None) -> 
     return RatingCounts(product_id, language, (c1, c2, c3, c4, c5), (v1, v2, v3, v4, v5))
 
 
-def whole_item(product_id: str, language: str | None, tally: Sequence[int]) -> Item:
-    """A complete stats item for this tally (bulk loading of new products)."""
+def whole_item(
+    product_id: str, language: str | None, tally: Sequence[int], layout: LeaderLayout
+) -> Item:
+    """A complete stats item for this tally (bulk loading of new products), its entry in
+    the product's home shard of ``layout``."""
     item: Item = {**stats_key(product_id, language), "productId": {"S": product_id}}
     for attr, n in _with_totals(tally):
         item[attr] = {"N": str(n)}
@@ -135,7 +144,7 @@ def whole_item(product_id: str, language: str | None, tally: Sequence[int]) -> I
     else:
         leader = leader_sort_key(counts[4])
         if leader is not None:
-            item[LEADER_ATTR] = {"S": keys.LEADERS}
+            item[LEADER_ATTR] = {"S": layout.home(product_id)}
             item[LEADER_SORT_ATTR] = {"S": leader}
     return item
 
@@ -170,23 +179,35 @@ def add_counts(update: Update, deltas: Sequence[int]) -> None:
                 update.condition(Attr(attr).ge(-delta))
 
 
-def set_counts(update: Update, tally: Sequence[int], *, scope_is_all: bool) -> None:
-    """SET every counter (and the leaderboard entry) to exactly this tally."""
+def set_counts(update: Update, tally: Sequence[int], *, home: str | None) -> None:
+    """SET every counter to exactly this tally, and on the all-languages item (``home``:
+    the partition of its entry; None for a language's item) the leaderboard entry."""
     for attr, n in _with_totals(tally):
         update.set(attr, n)
-    if scope_is_all:
-        set_leader(update, tally[4])
+    if home is not None:
+        set_leader(update, tally[4], home)
 
 
-def set_leader(update: Update, five: int) -> None:
-    """Make the leaderboard entry match a 5-star count (removed at zero)."""
+def set_leader(update: Update, five: int, partition: str) -> None:
+    """Make the leaderboard entry match a 5-star count, in ``partition`` (removed at zero)."""
     leader = leader_sort_key(five)
     if leader is None:
         update.remove(LEADER_ATTR)
         update.remove(LEADER_SORT_ATTR)
     else:
-        update.set(LEADER_ATTR, keys.LEADERS)
+        update.set(LEADER_ATTR, partition)
         update.set(LEADER_SORT_ATTR, leader)
+
+
+def move_leader(update: Update, before: int, after: int, home: str) -> None:
+    """The leaderboard entry's change when the 5-star count goes from ``before`` to
+    ``after``. An entry that stays keeps its partition: only ``storage.reshard`` moves
+    entries between shards, so a write never undoes a move it did not see. A new entry
+    goes to ``home`` (the caller conditions on the layout it took ``home`` from)."""
+    if before > 0 and after > 0:
+        update.set(LEADER_SORT_ATTR, keys.leader_sort_key(after))
+    else:
+        set_leader(update, after, home)
 
 
 def unchanged_since(update: Update, item: Item) -> None:

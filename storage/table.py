@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from storage.errors import StorageUnavailable, TableInUse
 from storage.indexes import TTL_ATTR, Index, table_definition, validate_table_name
+from storage.layout import LayoutMemory
 from storage.locks import KeyedLocks
 from storage.seam import at_seam
 from storage.snapshots import PlanMemory
@@ -22,7 +23,9 @@ class TableRef:
     writes of one process that change the same product's 5-star count take turns instead
     of racing (the conditions in the transactions still guard against other processes).
     ``memory`` holds the process's snapshots of counters and page heads, by which pages are
-    planned to take one storage round (``storage.snapshots``).
+    planned to take one storage round (``storage.snapshots``). ``leader_layout`` remembers
+    the leaderboard's layout as last read (``storage.layout``): a hint that writes condition
+    on and reads check, never trusted alone.
 
     The client is put behind the seam (``storage.seam``) on creation: every call storage
     makes goes through ``table.client``, so every engine failure leaves as a storage error.
@@ -32,6 +35,7 @@ class TableRef:
     name: str
     five_star_locks: KeyedLocks = field(default_factory=KeyedLocks, compare=False, repr=False)
     memory: PlanMemory = field(default_factory=PlanMemory, compare=False, repr=False)
+    leader_layout: LayoutMemory = field(default_factory=LayoutMemory, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "client", at_seam(self.client))

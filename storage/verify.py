@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from storage import keys
 from storage.errors import ConditionFailed
-from storage.expressions import Attr, Update, put_request
+from storage.expressions import Attr, Update, check_request, put_request
 from storage.items import (
     VERSION_ATTR,
     VOTE_ATTR,
@@ -30,9 +30,13 @@ from storage.items import (
     item_version,
     number,
 )
+from storage.layout import LAYOUT_KEY, LeaderLayout
+from storage.leaders import read_layout
 from storage.model import Status, Vote
 from storage.stats import (
+    LEADER_ATTR,
     TALLY_SIZE,
+    Leader,
     StatsScope,
     StoredStats,
     count_in,
@@ -46,6 +50,7 @@ from storage.stats import (
 from storage.table import TableRef
 from storage.types import Item, Response
 from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
+from storage.writes.transaction import CallBudget, Part, transact
 
 # A count item's key: (author partition, PRODUCT#<product>) for an author's comments on a
 # product, or the moderation queue's length.
@@ -75,8 +80,8 @@ class Drift:
     language: str | None
     stored: tuple[int, ...]  # count_1..count_5, verified_1..verified_5, the two totals
     expected: tuple[int, ...]
-    stored_leader: str | None  # GSISK of the leaderboard entry (S items only)
-    expected_leader: str | None
+    stored_leader: Leader | None  # the leaderboard entry's partition and GSISK (S items only)
+    expected_leader: Leader | None
     raw: Item  # the stats item as scanned, for the repair's condition
 
     def describe(self) -> str:
@@ -89,8 +94,13 @@ class Drift:
             if have != want:
                 parts.append(f"{label} {have} != {want}")
         if self.stored_leader != self.expected_leader:
-            parts.append(f"leaderboard {self.stored_leader} != {self.expected_leader}")
+            stored, expected = map(_leader_text, (self.stored_leader, self.expected_leader))
+            parts.append(f"leaderboard {stored} != {expected}")
         return f"{self.product_id} ({scope}): " + "; ".join(parts)
+
+
+def _leader_text(leader: Leader | None) -> str:
+    return "none" if leader is None else f"{leader[1]} in {leader[0]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +125,8 @@ class Report:
     repaired: int = 0
     skipped: int = 0
     vote_drifts: tuple[VoteDrift, ...] = ()
+    # The leaderboard's layout the entries were checked against (after the scan).
+    layout: LeaderLayout = field(default_factory=LeaderLayout)
 
     @property
     def exact(self) -> bool:
@@ -143,7 +155,9 @@ async def scan_pages(table: TableRef) -> AsyncIterator[Response]:
 
 
 async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Report:
-    """Recount everything and report each stats item that is not exact."""
+    """Recount everything and report each stats item that is not exact, every leaderboard
+    entry outside its product's shard included."""
+    before = await read_layout(table)
     tallies: dict[StatsScope, list[int]] = {}
     stored: dict[StatsScope, Item] = {}
     slots: defaultdict[SlotKey, int] = defaultdict(int)
@@ -179,9 +193,13 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
         scanned += response.get("ScannedCount", 0)
         if progress is not None:
             progress(scanned)
+    # A migration that started or ended during the scan may have moved entries: each may
+    # be where either layout allows.
+    after = await read_layout(table)
     drifts = []
     for scope in sorted(tallies.keys() | stored.keys(), key=lambda k: (k[0], k[1] or "")):
-        drift = _compare(scope, tallies.get(scope, [0] * TALLY_SIZE), stored.get(scope, {}))
+        tally = tallies.get(scope, [0] * TALLY_SIZE)
+        drift = _compare(scope, tally, stored.get(scope, {}), (before, after))
         if drift is not None:
             drifts.append(drift)
     slot_drifts = tuple(
@@ -197,12 +215,26 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
             vote_drifts.append(
                 VoteDrift(c.comment_id, (c.helpful, c.not_helpful), (counted[0], counted[1]), item)
             )
-    return Report(comments, len(stored), tuple(drifts), slot_drifts, vote_drifts=tuple(vote_drifts))
+    return Report(
+        comments,
+        len(stored),
+        tuple(drifts),
+        slot_drifts,
+        vote_drifts=tuple(vote_drifts),
+        layout=after,
+    )
 
 
-def _compare(scope: StatsScope, counts: list[int], item: Item) -> Drift | None:
+def _compare(
+    scope: StatsScope, counts: list[int], item: Item, layouts: tuple[LeaderLayout, ...]
+) -> Drift | None:
     have = StoredStats.of(item)
-    want = StoredStats.expected(counts, scope_is_all=scope[1] is None)
+    product_id, language = scope
+    home = None if language is not None else layouts[-1].home(product_id)
+    want = StoredStats.expected(counts, home=home)
+    allowed = set().union(*(layout.allowed(product_id) for layout in layouts))
+    if have.leader is not None and want.leader is not None and have.leader[0] in allowed:
+        want = replace(want, leader=(have.leader[0], want.leader[1]))
     if have == want:
         return None
     return Drift(
@@ -217,10 +249,19 @@ def _compare(scope: StatsScope, counts: list[int], item: Item) -> Drift | None:
 
 
 async def repair(table: TableRef, report: Report) -> Report:
-    """Rewrite every drifting item, unless it changed since the scan."""
+    """Rewrite every drifting item, unless it changed since the scan (or the leaderboard's
+    layout did, for an entry)."""
     repaired = skipped = 0
-    requests = [_repair_request(table, d) for d in report.drifts]
-    requests += [_slot_repair_request(table, d) for d in report.slot_drifts]
+    for drift in report.drifts:
+        parts = [Part("stats", {"Update": _repair_request(table, drift)})]
+        if drift.language is None:
+            check = check_request(table.name, LAYOUT_KEY, report.layout.unchanged())
+            parts.append(Part("layout", {"ConditionCheck": check}))
+        if await transact(table, parts, CallBudget(1)) is None:
+            repaired += 1
+        else:
+            skipped += 1  # written since the scan, or the layout changed: the next run
+    requests = [_slot_repair_request(table, d) for d in report.slot_drifts]
     puts = [_vote_repair_request(table, d) for d in report.vote_drifts]
     for call, request in [("update_item", r) for r in requests] + [("put_item", p) for p in puts]:
         try:
@@ -253,6 +294,14 @@ def _slot_repair_request(table: TableRef, drift: SlotDrift) -> dict[str, Any]:
 def _repair_request(table: TableRef, drift: Drift) -> dict[str, Any]:
     u = Update()
     name_scope(u, drift.product_id, drift.language)
-    set_counts(u, drift.expected[:TALLY_SIZE], scope_is_all=drift.language is None)
+    home = None if drift.expected_leader is None else drift.expected_leader[0]
+    if drift.language is None and home is None:
+        home = keys.LEADERS  # no entry is expected: the partition is not written
+    set_counts(u, drift.expected[:TALLY_SIZE], home=home)
     unchanged_since(u, drift.raw)
+    # The entry as scanned: a move by a migration since then is not undone.
+    partition = drift.raw.get(LEADER_ATTR)
+    u.condition(
+        Attr(LEADER_ATTR).not_exists() if partition is None else Attr(LEADER_ATTR).eq(partition)
+    )
     return u.request(table.name, stats_key(drift.product_id, drift.language))

@@ -26,6 +26,21 @@ def test_cli_verify_and_create_table(engine: LocalEngine, capsys: object) -> Non
     assert "all counters and leaderboard entries are exact" in out
 
 
+def test_cli_migrates_the_leaderboard_to_shards(engine: LocalEngine, capsys: object) -> None:
+    args = ["--endpoint-url", engine.endpoint_url, "--table", "cli_shards"]
+    assert cli_main(["create-table", *args]) == 0
+    assert cli_main(["migrate-table", *args, "--leaderboard-shards", "17"]) == 2
+    assert cli_main(["migrate-table", *args, "--leaderboard-shards", "4"]) == 0
+    assert cli_main(["migrate-table", *args, "--leaderboard-shards", "4"]) == 0
+    assert cli_main(["verify-stats", *args]) == 0
+    captured = capsys.readouterr()  # type: ignore[attr-defined]
+    assert "the leaderboard has 1 to 16 shards" in captured.err
+    assert "leaderboard: moving from 1 to 4 shards" in captured.err
+    assert "the leaderboard has 4 shards; moved 0 entries" in captured.out
+    assert "the leaderboard already has 4 shards" in captured.out
+    assert "leaderboard layout: 4 shards" in captured.out
+
+
 def test_cli_rejects_a_bad_table_name_clearly(capsys: object) -> None:
     assert cli_main(["create-table", "--endpoint-url", "http://127.0.0.1:9", "--table", "a"]) == 2
     err = capsys.readouterr().err  # type: ignore[attr-defined]

@@ -28,6 +28,7 @@ from storage.imports import (
     jsonl_lines,
     parse_line,
 )
+from storage.layout import LeaderLayout
 from storage.model import BODY_MAX, TITLE_MAX, NewComment, Status
 from storage.reads import author_total, get_counts, queue_length
 from storage.table import TableRef
@@ -225,11 +226,13 @@ def test_batches_fill_transactions_up_to_the_limit(languages: list[str]) -> None
     offline = TableRef(cast(DynamoClient, object()), "offline")
     batches = list(_batches(records))
     assert [r for batch in batches for r in batch] == records
+    # A product without 5-star comments yet: its entry is created, with the layout's check.
+    first_five = FiveStars(count=0, layout=LeaderLayout())
     for batch, following in zip(batches, [*batches[1:], []], strict=True):
-        parts = _parts(offline, batch, FiveStars(count=0))
+        parts = _parts(offline, batch, first_five)
         assert len(parts) <= MAX_ACTIONS
         if following:  # full: the next record would not have fitted
-            more = _parts(offline, [*batch, following[0]], FiveStars(count=0))
+            more = _parts(offline, [*batch, following[0]], first_five)
             assert len(more) > MAX_ACTIONS
 
 

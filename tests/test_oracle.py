@@ -5,7 +5,8 @@ many identical timestamps, comments PENDING and REJECTED beside PUBLISHED ones, 
 purchases and not, helpful counts with many ties); random filters (language, ratings,
 verified only), orders (every CommentOrder) and page sizes.
 Listings hold the published comments only. Counters, verified counters and leaderboard
-entries must equal a recount. Most examples run against the in-memory engine
+entries must equal a recount, and the leaderboard (in memory, over 1 to 8 shards) brute
+force. Most examples run against the in-memory engine
 (benchmarks/fake_dynamo.py, itself checked against the oracle), bulk-loaded; a smaller set
 runs against DynamoDB Local, written through the real write paths: each comment reaches its
 status by create under POST or PRE moderation, approval, rejection, reports or an edit.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 
 from hypothesis import event, example, given, settings
@@ -25,6 +27,8 @@ from benchmarks.fake_dynamo import FakeDynamo
 from storage import keys
 from storage.bulk import load_new_products
 from storage.executor import Page
+from storage.layout import LeaderLayout, layout_item
+from storage.leaders import leaderboard
 from storage.model import (
     Comment,
     Direction,
@@ -231,8 +235,20 @@ async def test_listings_equal_brute_force_in_memory(scenario: Scenario) -> None:
         for n, s in enumerate(specs)
         if n not in gone
     ]
+    # The leaderboard over 1 to 8 shards (varying with the data set), recorded on the table
+    # before the load, which places the entries by it.
+    shards = 1 + len(specs) % 8
+    layout = layout_item(LeaderLayout(shards, None, 1))
+    await table.client.batch_write_item(
+        RequestItems={table.name: [{"PutRequest": {"Item": layout}}]}
+    )
     await load_new_products(table, alive)
     await _listings_equal_brute_force(table, alive, pids, queries)
+    fives = Counter(c.product_id for c in alive if c.published and c.rating == 5)
+    for first in (1, 2, 100):
+        top = await leaderboard(table, first)
+        assert [e.five_star_count for e in top] == sorted(fives.values(), reverse=True)[:first]
+        assert all(fives[e.product_id] == e.five_star_count for e in top)
 
 
 async def _written(table: TableRef, pid: str, n: int, spec: Spec) -> Comment:

@@ -110,7 +110,7 @@ async def test_verify_counts_published_and_verified_comments_only(table: TableRe
     # count_1..5, verified_1..5, count_total, verified_total, counted by hand above.
     assert drift.expected == (0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 3, 2)
     assert drift.stored == (0, 0, 1, 1, 3, 0, 0, 0, 0, 3, 3, 4)
-    assert drift.stored_leader == drift.expected_leader == keys.leader_sort_key(2)
+    assert drift.stored_leader == drift.expected_leader == (keys.LEADERS, keys.leader_sort_key(2))
     assert "counts [0, 0, 1, 1, 3, 3] != [0, 0, 0, 1, 2, 3]" in drift.describe()
     assert "verified [0, 0, 0, 0, 3, 4] != [0, 0, 0, 0, 2, 2]" in drift.describe()
 

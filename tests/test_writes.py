@@ -19,6 +19,7 @@ from storage.errors import (
 )
 from storage.expressions import Update
 from storage.items import comment_key
+from storage.leaders import read_layout
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
 from storage.stats import stats_key
@@ -116,7 +117,10 @@ async def test_a_delete_never_commits_a_move_computed_from_a_stale_read(
         # conditioned on the version, bumping it.
         stored = await read_stored(table, cid)
         assert stored is not None
-        five = FiveStars(count=(await get_counts(table, product_id, None)).count(5))
+        five = FiveStars(
+            count=(await get_counts(table, product_id, None)).count(5),
+            layout=await read_layout(table),
+        )
         moved = stored.comment.__class__(**{**_fields(stored.comment), "rating": 5})
         budget = CallBudget()
         u = Update()

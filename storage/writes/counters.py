@@ -5,6 +5,13 @@ on the value it read and sets the padded entry from it; a writer that lost the r
 the new value from the cancellation (ALL_OLD) and tries again. A decrement conditions on the
 counter being at least what it takes away: a counter below zero is impossible, and a
 condition failure that is not a lost race means the counters drifted (never clamped).
+
+An entry that stays keeps its shard (only ``storage.reshard`` moves entries). A new entry
+(the count leaving zero) goes to the product's home shard of the layout this process
+remembers, and the transaction checks that the table's layout item still records that
+layout; a writer that lost that race learns the layout from the cancellation and tries
+again, so no entry is ever placed by a layout the table has left. Only a product's first
+5-star comment makes that check, so the layout item is no hot spot.
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from dataclasses import dataclass
 
 from storage import keys, stats
 from storage.errors import CounterInvariantBroken
-from storage.expressions import Attr, Update, get_request
+from storage.expressions import Attr, Update, check_request, get_request
 from storage.items import number
+from storage.layout import LAYOUT_KEY, LeaderLayout, layout_of
+from storage.leaders import known_layout
 from storage.model import Comment, Status
 from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Cancellation, Part
@@ -25,6 +34,7 @@ FIVE = stats.FIVE_ATTR
 ALL = "stats"
 LANGUAGE = "stats-language"
 QUEUE = "queue-count"
+LAYOUT = "leaders-layout"
 # The moderation queue's length: one item, moved with every entry into and exit from
 # PENDING, so moderationQueue's totalCount is exact without a scan.
 QUEUE_COUNT_ATTR = "n"
@@ -103,13 +113,19 @@ async def five_star_turn(
 
 @dataclass(slots=True)
 class FiveStars:
-    """``count_5`` of a product's S item as this writer last saw it (5-star moves only)."""
+    """``count_5`` of a product's S item as this writer last saw it, and the leaderboard's
+    layout a new entry is placed by (5-star moves only)."""
 
     count: int | None = None
+    layout: LeaderLayout | None = None
 
 
 async def learn_five(table: TableRef, product_id: str, budget: CallBudget, seen: FiveStars) -> None:
-    """Read ``count_5`` (strongly consistent) before a write that moves it."""
+    """Read ``count_5`` (strongly consistent) before a write that moves it, and the layout
+    when this process has not read it yet."""
+    if table.leader_layout.known is None:
+        budget.spend()
+    seen.layout = await known_layout(table)
     budget.spend()
     response = await table.client.get_item(
         **get_request(
@@ -129,7 +145,24 @@ def parts(table: TableRef, product_moves: list[Move], five: FiveStars) -> list[P
         _update(table, pid, language, scope_moves, five)
         for (pid, language), scope_moves in by_scope.items()
     ]
-    return [u for u in updates if u is not None]
+    found = [u for u in updates if u is not None]
+    if _places_entry(product_moves, five):
+        found.append(_layout_check(table, five))
+    return found
+
+
+def _places_entry(product_moves: list[Move], five: FiveStars) -> bool:
+    """Whether the S item's entry comes into being (its 5-star count leaves zero)."""
+    delta = sum(m.delta for m in product_moves if m.comment.rating == 5)
+    return five.count == 0 and delta > 0
+
+
+def _layout_check(table: TableRef, five: FiveStars) -> Part:
+    """The check that the layout the new entry is placed by is still the table's."""
+    if five.layout is None:
+        raise AssertionError("a write that places an entry must know the layout")
+    check = check_request(table.name, LAYOUT_KEY, five.layout.unchanged())
+    return Part(LAYOUT, {"ConditionCheck": check})
 
 
 def _part_name(language: str | None) -> str:
@@ -162,14 +195,21 @@ def _update(
         count = Attr(FIVE)
         same = count.eq(five.count)
         u.condition(count.not_exists() | same if five.count == 0 else same)
-        stats.set_leader(u, five.count + five_delta)
+        if five.layout is None:
+            raise AssertionError("a write that moves count_5 must read the layout first")
+        stats.move_leader(u, five.count, five.count + five_delta, five.layout.home(product_id))
     request = u.request(table.name, stats.stats_key(product_id, language), return_old=True)
     return Part(_part_name(language), {"Update": request})
 
 
-def lost_five_star_race(cancel: Cancellation, five: FiveStars) -> bool:
-    """True when the S item's condition failed because ``count_5`` moved since we read it;
-    ``five`` then holds the new value. Any other counter condition failure is drift."""
+def lost_five_star_race(table: TableRef, cancel: Cancellation, five: FiveStars) -> bool:
+    """True when the S item's condition failed because ``count_5`` moved since we read it,
+    or the layout check failed because the leaderboard's layout changed; ``five`` then
+    holds the new value. Any other counter condition failure is drift."""
+    if cancel.failed(LAYOUT):
+        five.layout = layout_of(cancel.item(LAYOUT))
+        table.leader_layout.known = five.layout
+        return True
     if not cancel.failed(ALL):
         return False
     observed = number(cancel.item(ALL), FIVE)

@@ -77,7 +77,7 @@ async def create_comment(
                 raise CommentsPerProductLimit(write_limits.per_product)
             if cancel.failed(limits.PER_HOUR) and write_limits.per_hour is not None:
                 raise WriteRateLimited(write_limits.per_hour, limits.seconds_to_next_hour(now))
-            if counters.lost_five_star_race(cancel, five):
+            if counters.lost_five_star_race(table, cancel, five):
                 stale += 1
                 if stale > 2:
                     await backoff.sleep(min(stale - 2, 3))

@@ -119,7 +119,7 @@ async def _commit(
         for name, refusal in change.refusals:
             if cancel.failed(name):
                 raise refusal()
-        if counters.lost_five_star_race(cancel, five):
+        if counters.lost_five_star_race(table, cancel, five):
             stale += 1
             if stale > 2:
                 await backoff.sleep(min(stale - 2, 3))
