@@ -44,6 +44,9 @@ class Context:
     report_threshold: int = DEFAULT_THRESHOLD
     # Seconds a storage call may take: the request's deadline, and that of tidy-ups.
     storage_timeout: float = 5.0
+    # The operation the request runs, as the client named it or, once the document is
+    # parsed, as the document does (for the server's metrics, traces and logs).
+    operation_name: str | None = None
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error)."""

@@ -27,12 +27,14 @@ from contextlib import (
     contextmanager,
 )
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 
 from resolvers.auth import TokenRules, mint
 from server.demo import demo_comments
 from server.local_engine import LocalEngine
+from server.metrics import Metrics, listener
 from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
@@ -42,6 +44,9 @@ from storage.snapshots import PlanMemory
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from storage.writes import WriteLimits
+
+if TYPE_CHECKING:
+    from server.tracing import Tracing
 
 log = logging.getLogger("comments.server")
 
@@ -78,11 +83,6 @@ class Prepared:
     dev_token: str | None = None
 
 
-def configure_logging() -> None:
-    """The server's log lines (``serve``, and each worker process): time, level, logger."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-
-
 def runtime_of(app: Starlette) -> Runtime:
     """The runtime the lifespan left on ``app.state``; RuntimeError outside the lifespan."""
     runtime = getattr(app.state, "runtime", None)
@@ -92,52 +92,78 @@ def runtime_of(app: Starlette) -> Runtime:
 
 
 def lifespan(
-    settings: Settings, client: DynamoClient | None = None, prepared: Prepared | None = None
+    settings: Settings,
+    client: DynamoClient | None = None,
+    prepared: Prepared | None = None,
+    *,
+    metrics: Metrics | None = None,
+    tracing: Tracing | None = None,
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """Starlette's ``lifespan`` for these settings. ``client`` lets tests supply storage;
     otherwise the lifespan opens it (and starts DynamoDB Local first when no endpoint is
-    configured). ``prepared``: a worker's, whose parent did the shared start-up."""
+    configured). ``prepared``: a worker's, whose parent did the shared start-up. ``metrics``
+    are made the process's (``server.metrics``), with their own listener where the settings
+    ask for one and no parent serves them; ``tracing`` is closed last."""
 
     @asynccontextmanager
     async def run(app: Starlette) -> AsyncIterator[None]:
-        opened = open_runtime(settings, client) if prepared is None else open_worker(prepared)
-        async with opened as runtime:
-            app.state.runtime = runtime
-            if settings.gc_freeze:
-                # Everything made so far lives as long as the process: stop scanning it.
-                gc.collect()
-                gc.freeze()
-            try:
-                yield
-            finally:
-                del app.state.runtime
+        with ExitStack() as observing:
+            if tracing is not None:
+                observing.callback(tracing.close)
+            opened = (
+                open_runtime(settings, client, tracing)
+                if prepared is None
+                else open_worker(prepared, tracing)
+            )
+            async with opened as runtime:
+                app.state.runtime = runtime
+                if metrics is not None:
+                    _watch_memory(metrics, runtime.table.memory)
+                    observing.enter_context(metrics.active())
+                    if settings.metrics_mode == "port" and prepared is None:
+                        host, port = settings.metrics_host, settings.metrics_port
+                        observing.enter_context(listener(metrics.scraped, host, port))
+                        log.info("metrics on http://%s:%s/metrics", host, port)
+                if settings.gc_freeze:
+                    # Everything made so far lives as long as the process: stop scanning it.
+                    gc.collect()
+                    gc.freeze()
+                try:
+                    yield
+                finally:
+                    del app.state.runtime
 
     return run
 
 
+def _watch_memory(metrics: Metrics, memory: PlanMemory) -> None:
+    metrics.watch_lookups("plan_counts", lambda: memory.lookups()["plan_counts"])
+    metrics.watch_lookups("plan_heads", lambda: memory.lookups()["plan_heads"])
+
+
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, client: DynamoClient | None = None
+    settings: Settings, client: DynamoClient | None = None, tracing: Tracing | None = None
 ) -> AsyncIterator[Runtime]:
     """Open storage and settle the token rules; close storage when the block ends."""
     async with AsyncExitStack() as stack:
-        table = await _open_table(stack, settings, client)
+        table = await _open_table(stack, settings, client, tracing)
         if settings.port:  # 0: the port is chosen when the socket binds, unknown here
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
-            print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
+            announce(settings, f"{name}: {local_url(settings)}/graphql")
         rules, dev_token = _token_rules(settings)
         yield Runtime(table, rules, settings, dev_token)
 
 
 @asynccontextmanager
-async def open_worker(prepared: Prepared) -> AsyncIterator[Runtime]:
+async def open_worker(prepared: Prepared, tracing: Tracing | None = None) -> AsyncIterator[Runtime]:
     """A worker's runtime: its own client to the table its parent prepared, the shared
     secret; nothing created, nothing printed."""
     settings = prepared.settings
     if settings.jwt_secret is None or settings.embedded:
         raise RuntimeError("a worker needs the endpoint and the secret its parent settled")
     async with AsyncExitStack() as stack:
-        table = await _open_table(stack, settings, None)
+        table = await _open_table(stack, settings, None, tracing)
         yield Runtime(table, _rules(settings, settings.jwt_secret), settings, prepared.dev_token)
 
 
@@ -163,7 +189,7 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
             asyncio.run(_prepare_table(shared))
         if settings.port:
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
-            print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
+            announce(settings, f"{name}: {local_url(settings)}/graphql")
         rules, dev_token = _token_rules(settings)
         worker = shared.model_copy(
             update={"jwt_secret": rules.secret, "create_table": False, "dev_token": False}
@@ -176,6 +202,19 @@ async def _prepare_table(settings: Settings) -> None:
         await _open_table(stack, settings, None)
 
 
+def _json(settings: Settings) -> bool:
+    return settings.log_format == "json"
+
+
+def announce(settings: Settings, line: str) -> None:
+    """A line for the person who started the server (where it listens, the dev token): on
+    stderr as it is, or as a log line among the JSON ones."""
+    if _json(settings):
+        log.info("%s", line)
+    else:
+        print(line, file=sys.stderr)
+
+
 def local_url(settings: Settings) -> str:
     """Where a person on this machine reaches the server: listening on every interface
     (0.0.0.0, ::) is reached on loopback, which a browser can open."""
@@ -186,10 +225,15 @@ def local_url(settings: Settings) -> str:
 
 
 async def _open_table(
-    stack: AsyncExitStack, settings: Settings, client: DynamoClient | None
+    stack: AsyncExitStack,
+    settings: Settings,
+    client: DynamoClient | None,
+    tracing: Tracing | None = None,
 ) -> TableRef:
     if client is not None:
         # Storage supplied from outside is the caller's to prepare: no table is created.
+        if tracing is not None:
+            client = tracing.client(client)
         return TableRef(client, settings.dynamodb_table, memory=_memory(settings))
     client_settings = settings.client_settings()
     if settings.embedded:
@@ -199,7 +243,8 @@ async def _open_table(
         client_settings = replace(client_settings, endpoint_url=engine.endpoint_url)
         log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
     opened = await stack.enter_async_context(open_client(client_settings))
-    table = TableRef(opened, settings.dynamodb_table, memory=_memory(settings))
+    served = opened if tracing is None else tracing.client(opened)
+    table = TableRef(served, settings.dynamodb_table, memory=_memory(settings))
     if settings.creates_table:
         created = await create_table(opened, settings.dynamodb_table)
         if created and settings.seed_demo:
@@ -213,7 +258,8 @@ def _memory(settings: Settings) -> PlanMemory:
 
 async def _seed_demo(table: TableRef, settings: Settings) -> None:
     comments = list(demo_comments(settings.demo_products))
-    progress = progress_bar(len(comments), "seeding demo data")
+    # A progress bar redraws one line: not a log line, so not among JSON ones.
+    progress = progress_bar(len(comments), "seeding demo data") if not _json(settings) else None
     await load_new_products(table, comments, progress=progress)
 
 
@@ -237,7 +283,7 @@ def _token_rules(settings: Settings) -> tuple[TokenRules, str | None]:
             issuer=settings.jwt_issuer,
             audience=settings.jwt_audience,
         )
-        print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
+        announce(settings, f"Dev token (moderator, {lifetime / 3600:g} h): {token}")
     return _rules(settings, secret), token
 
 
