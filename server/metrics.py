@@ -227,7 +227,10 @@ class Metrics:
             "trimmed records)",
             registry=registry,
         )
+        # Children by label value, so that a request looks each up once in a plain dict.
         self._durations: dict[tuple[str, str], Histogram] = {}
+        self._errors: dict[str, Counter] = {}
+        self._calls: dict[str, Counter] = {}
         self._figures: dict[str, tuple[Histogram, Histogram, Histogram, Histogram]] = {}
         self._tallies: list[_Tally] = []
 
@@ -260,7 +263,10 @@ class Metrics:
             duration = self._durations[key] = self.duration.labels(label, outcome)
         duration.observe(seconds)
         for code in codes:
-            self.errors.labels(self.error_code(code)).inc()
+            error = self._errors.get(code)
+            if error is None:
+                error = self._errors[code] = self.errors.labels(self.error_code(code))
+            error.inc()
         if meter is not None:
             figures = self._figures.get(label)
             if figures is None:
@@ -276,7 +282,10 @@ class Metrics:
             writes.observe(meter.write_capacity)
             rounds.observe(meter.rounds)
             for call, count in meter.calls.items():
-                self.calls.labels(call).inc(count)
+                counter = self._calls.get(call)
+                if counter is None:
+                    counter = self._calls[call] = self.calls.labels(call)
+                counter.inc(count)
         for tally in self._tallies:
             tally.sync()
 

@@ -112,6 +112,10 @@ class Observed:
         self.metrics = metrics
         self.tracing = tracing
         self.request_lines = request_lines
+        if tracing is not None:
+            from server.tracing import annotate_request
+
+            self.annotate = annotate_request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -136,8 +140,6 @@ class Observed:
             finally:
                 self._done(scope, exchange, time.perf_counter() - started)
             return
-        from server.tracing import annotate_request
-
         with self.tracing.request_span(scope) as span:
             try:
                 await self.app(scope, receive, noting_status)
@@ -145,7 +147,7 @@ class Observed:
                 exchange.outcome, exchange.status = "internal", exchange.status or 500
                 raise
             finally:
-                annotate_request(
+                self.annotate(
                     span,
                     request_id=exchange.request_id,
                     status=exchange.status,
