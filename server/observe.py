@@ -36,8 +36,8 @@ MAX_NAME_CHARS = 100
 
 @dataclass(slots=True)
 class Exchange:
-    """What one HTTP request came to. ``graphql``: the GraphQL view took it (the rest is
-    then meaningful)."""
+    """What one HTTP request came to. ``graphql``: a GraphQL request (the rest is then
+    meaningful)."""
 
     request_id: str
     graphql: bool = False
@@ -107,8 +107,10 @@ class Observed:
         metrics: Metrics | None = None,
         tracing: Tracing | None = None,
         request_lines: bool = False,
+        graphql_path: str = "/graphql",
     ) -> None:
         self.app = app
+        self.graphql_path = graphql_path
         self.metrics = metrics
         self.tracing = tracing
         self.request_lines = request_lines
@@ -124,6 +126,10 @@ class Observed:
         started = time.perf_counter()
         state = scope.setdefault("state", {})
         exchange = Exchange(str(state.get("request_id", "")))
+        # Every request to the GraphQL path is one, also those refused before the view
+        # reads them (a body or a head too large), but CORS preflights; the view says when
+        # it served the GraphiQL page instead.
+        exchange.graphql = scope.get("path") == self.graphql_path and scope["method"] != "OPTIONS"
         state[EXCHANGE] = exchange
 
         async def noting_status(message: Message) -> None:

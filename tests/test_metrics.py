@@ -4,8 +4,11 @@ production posture keeps /metrics off the public port."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +25,9 @@ from storage.table import TableRef
 from tests.api_helpers import SECRET
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+ROOT = Path(__file__).resolve().parent.parent
+METRIC_NAME = re.compile(r"\bcomments_[a-z_]+")
 
 STATS = 'query ProductStats { product(productId: "metrics-none") { stats { total } } }'
 POST = """mutation Post {
@@ -95,14 +101,20 @@ async def test_a_scrape_counts_exactly_the_requests_made(table: TableRef) -> Non
         await http.post("/graphql", json={"query": "query Broken {"})
         # Not JSON: refused before GraphQL.
         await http.post("/graphql", content=b"{", headers={"content-type": "application/json"})
+        # Too large: refused before the view reads it.
+        large = await http.post("/graphql", content=b" " * 2_000_000)
+        assert large.status_code == 413
+        # A CORS preflight and the GraphiQL page are not GraphQL requests.
+        await http.options("/graphql")
+        assert (await http.get("/graphql", headers={"accept": "text/html"})).status_code == 200
         samples = await scrape(http)
 
     count = "comments_graphql_request_duration_seconds_count"
     assert value(samples, count, operation="ProductStats", outcome="ok") == 3
     assert value(samples, count, operation="Post", outcome="error") == 1
     assert value(samples, count, operation="anonymous", outcome="request_error") == 1
-    assert value(samples, count, operation="anonymous", outcome="refused") == 1
-    assert total(samples, count) == 6
+    assert value(samples, count, operation="anonymous", outcome="refused") == 2
+    assert total(samples, count) == 7
     assert value(samples, "comments_graphql_errors_total", code="UNAUTHENTICATED") == 1
     assert value(samples, "comments_graphql_errors_total", code="BAD_USER_INPUT") == 2
     # Storage figures: one observation per request that got a context, and the calls
@@ -234,3 +246,33 @@ def test_metrics_settings() -> None:
     with pytest.raises(ValueError, match="METRICS_PORT must differ from PORT"):
         Settings(production=True, port=9464, **endpoint)
     assert Settings(metrics="on", port=9464, **endpoint).metrics_mode == "on"
+
+
+def _promql_of_the_readme() -> list[str]:
+    """The queries of the README's promql blocks, one per paragraph, comments left out."""
+    blocks = re.findall(r"```promql\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.DOTALL)
+    queries = []
+    for block in blocks:
+        for paragraph in block.split("\n\n"):
+            lines = [line for line in paragraph.splitlines() if not line.startswith("#")]
+            if lines:
+                queries.append("\n".join(lines))
+    return queries
+
+
+async def test_the_dashboard_and_the_readme_query_only_metrics_the_server_exports(
+    table: TableRef,
+) -> None:
+    async with serving(table) as http:
+        await http.post("/graphql", json={"query": STATS})
+        await http.post("/graphql", json={"query": "{"})
+        exported = {name for name, _ in await scrape(http)}
+    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    queries = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    readme = _promql_of_the_readme()
+    assert len(queries) >= 10
+    assert len(readme) >= 8
+    for query in queries + readme:
+        used = set(METRIC_NAME.findall(query))
+        assert used, query
+        assert used <= exported, (query, used - exported)
