@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from server import metrics
 from server.app import create_app
@@ -23,8 +22,8 @@ from server.persisted import sha256_hex
 from server.settings import Settings
 from storage.table import TableRef
 from tests.api_helpers import SECRET
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+from tests.helpers import Samples, parse_scrape
+from tests.helpers import sample as value
 
 ROOT = Path(__file__).resolve().parent.parent
 METRIC_NAME = re.compile(r"\bcomments_[a-z_]+")
@@ -33,19 +32,6 @@ STATS = 'query ProductStats { product(productId: "metrics-none") { stats { total
 POST = """mutation Post {
   createComment(input: {productId: "metrics-none", rating: 4, language: "en", body: "Hi"}) {
     created } }"""
-
-
-def parse(text: str) -> Samples:
-    """Every sample of a scrape, by name and labels."""
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
 
 
 def total(samples: Samples, name: str) -> float:
@@ -79,7 +65,7 @@ async def scrape(http: httpx.AsyncClient) -> Samples:
     response = await http.get("/metrics")
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain; version=")
-    return parse(response.text)
+    return parse_scrape(response.text)
 
 
 async def test_a_scrape_counts_exactly_the_requests_made(table: TableRef) -> None:
@@ -233,7 +219,7 @@ async def test_production_keeps_metrics_off_the_public_port(table: TableRef) -> 
         async with httpx.AsyncClient() as scraper:
             response = await scraper.get(f"http://127.0.0.1:{port}/metrics")
         assert response.status_code == 200
-        samples = parse(response.text)
+        samples = parse_scrape(response.text)
     count = "comments_graphql_request_duration_seconds_count"
     assert value(samples, count, operation="ProductStats", outcome="ok") == 1
 

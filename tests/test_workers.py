@@ -33,8 +33,7 @@ from server.workers import WorkerApp, WorkerConfig
 from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET
-from tests.helpers import own_table
-from tests.test_metrics import parse, value
+from tests.helpers import own_table, parse_scrape, sample
 
 CREATE = """mutation($input: CreateCommentInput!) {
   createComment(input: $input) { created comment { commentId } userErrors { code } } }"""
@@ -520,8 +519,8 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
         # ... and a scrape of either adds up both.
         for worker in workers:
             with _alone(worker, workers):
-                samples = parse(_get(f"{base}/metrics").text)
-            assert value(samples, REQUESTS, operation="Counted", outcome="ok") == 5
+                samples = parse_scrape(_get(f"{base}/metrics").text)
+            assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == 5
         # A worker that dies is replaced; its live gauges stop counting, its counts stay.
         ended, kept = workers
         assert (directory / f"gauge_livesum_{ended}.db").exists()
@@ -533,8 +532,8 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
         assert (directory / f"gauge_livesum_{kept}.db").exists()
         assert (directory / f"histogram_{ended}.db").exists()
         healthy(process)
-        samples = parse(_get(f"{base}/metrics").text)
-        assert value(samples, REQUESTS, operation="Counted", outcome="ok") == 5
+        samples = parse_scrape(_get(f"{base}/metrics").text)
+        assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == 5
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0, log.read_text()[-3000:]
     assert not directory.exists()
