@@ -531,7 +531,12 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
             time.sleep(0.1)
         assert (directory / f"gauge_livesum_{kept}.db").exists()
         assert (directory / f"histogram_{ended}.db").exists()
-        healthy(process)
+        # The replacement has started (stopped while starting, it would fail serve).
+        started = "Application startup complete."
+        deadline = time.monotonic() + 90
+        while log.read_text().count(started) < 3:
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
         samples = parse_scrape(_get(f"{base}/metrics").text)
         assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == 5
         process.send_signal(signal.SIGTERM)
