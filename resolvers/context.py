@@ -52,6 +52,9 @@ class Context:
     feed: Feed | None = None
     # What a WebSocket client sent with connection_init (Strawberry sets it).
     connection_params: dict[str, object] | None = None
+    # The operation the request runs, as the client named it or, once the document is
+    # parsed, as the document does (for the server's metrics, traces and logs).
+    operation_name: str | None = None
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error)."""

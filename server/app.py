@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
@@ -32,6 +32,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
+from schema.caches import DocumentCaches
 from server.graphiql import ASSET_PATH, GraphiQLPage
 from server.guards import (
     BodyLimit,
@@ -41,6 +42,8 @@ from server.guards import (
     SecurityHeaders,
 )
 from server.http_cache import NO_STORE, Conditional
+from server.metrics import Metrics, Outcome
+from server.observe import Observed, OperationName, exchange_of
 from server.persisted import PersistedQueries, load_manifest
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
@@ -64,6 +67,9 @@ from storage.errors import StorageUnavailable
 from storage.health import ping
 from storage.types import DynamoClient
 
+if TYPE_CHECKING:
+    from server.tracing import Tracing
+
 log = logging.getLogger("comments.server")
 
 
@@ -80,6 +86,9 @@ def _media_type_in_lower_case(header: tuple[bytes, bytes]) -> tuple[bytes, bytes
 # Host names a browser on this machine uses for a server on loopback.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
+# Where GraphQL is served.
+GRAPHQL_PATH = "/graphql"
+
 # zlib's default: on a page of 20 comments (10 KB) level 9 saves 1 % more, level 1 is 6 %
 # larger; all take about 0.1 ms.
 GZIP_LEVEL = 6
@@ -94,17 +103,24 @@ class GraphQLApp(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = SubscriptionHandler
     websocket_adapter_class = TextFrames
 
-    def __init__(self, settings: Settings, ide: GraphiQLPage | None = None) -> None:
+    def __init__(
+        self, settings: Settings, ide: GraphiQLPage | None = None, *, observed: bool = False
+    ) -> None:
+        self.caches = DocumentCaches() if settings.graphql_caches else DocumentCaches.off()
         schema = build_schema(
             SchemaOptions(
                 introspection=settings.introspection_on,
                 caches=settings.graphql_caches,
                 max_cost=settings.max_query_cost,
                 max_nodes=settings.max_response_nodes,
-            )
+            ),
+            caches=self.caches,
         )
+        # Observed requests (server.observe) carry the operation's name, which the
+        # document gives when the request does not.
+        named = (OperationName,) if observed else ()
         # Last, so that it sees what the extensions before it decided.
-        schema.extensions = (*schema.extensions, RequestErrors)
+        schema.extensions = (*schema.extensions, *named, RequestErrors)
         super().__init__(
             schema,
             graphql_ide="graphiql" if ide is not None else None,
@@ -134,6 +150,14 @@ class GraphQLApp(GraphQL[Context, None]):
         # The page carries the dev token only in development (never in production posture).
         self.ide_token = not settings.production
 
+    def watch(self, metrics: Metrics) -> None:
+        """Count the lookups of the parser and validation caches and of persisted queries."""
+        documents, validated = self.caches.documents, self.caches.validated
+        metrics.watch_lookups("documents", lambda: (documents.hits, documents.misses))
+        metrics.watch_lookups("validated", lambda: (validated.hits, validated.misses))
+        persisted = self.persisted
+        metrics.watch_persisted(lambda: (persisted.hits, persisted.misses, persisted.registered))
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Strawberry answers requests it cannot read (bad JSON, wrong content type, a batch,
         # a mutation over GET) in plain text; clients get the GraphQL shape instead.
@@ -143,14 +167,22 @@ class GraphQLApp(GraphQL[Context, None]):
         scope["headers"] = [_media_type_in_lower_case(h) for h in scope["headers"]]
         request = Request(scope, receive)
         media_type = negotiate(request.headers.get("accept")) or JSON
+        exchange = exchange_of(scope)
         try:
             response = await self.run(request)
         except HTTPException as exc:
             # Refusals are never kept: a PersistedQueryNotFound kept by a cache would send
             # Apollo's link round the same miss until it expired.
             response = refusal(exc, media_type)
+            if exchange is not None:
+                exchange.codes = [exc.code if isinstance(exc, Refused) else "BAD_USER_INPUT"]
         else:
             outcome = getattr(request.state, "graphql_outcome", None)
+            if exchange is not None:
+                if outcome is None:
+                    exchange.graphql = False  # the GraphiQL page, not an operation
+                else:
+                    exchange.outcome = _outcome(*outcome)
             if outcome is not None:
                 request_error, internal, errors = outcome
                 response.status_code = result_status(
@@ -220,6 +252,7 @@ class GraphQLApp(GraphQL[Context, None]):
         root_value: None,
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
+        context.operation_name = request_data.operation_name
         register = self.persisted.resolve(request_data)
         if register is not None:
             # Registered once the document has run without a request error.
@@ -285,7 +318,7 @@ class GraphQLApp(GraphQL[Context, None]):
         request_id = getattr(request.state, "request_id", None)
         if request_id is None:
             request_id = request.state.request_id = uuid.uuid4().hex
-        return make_context(
+        context = make_context(
             runtime.table,
             request_id=request_id,
             tokens=runtime.tokens,
@@ -299,6 +332,10 @@ class GraphQLApp(GraphQL[Context, None]):
             report_threshold=runtime.settings.report_threshold,
             feed=runtime.feed,
         )
+        exchange = exchange_of(request.scope)
+        if exchange is not None:
+            exchange.context = context
+        return context
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         authorize(context)
@@ -311,6 +348,9 @@ class GraphQLApp(GraphQL[Context, None]):
         if result.errors:
             request_id = getattr(request.state, "request_id", "unknown")
             result.errors = with_codes(result.errors, request_id, suggestions=self.suggestions)
+            exchange = exchange_of(request.scope)
+            if exchange is not None:
+                exchange.codes = [str((e.extensions or {}).get("code")) for e in result.errors]
         response = process_result(result)
         request_error = isinstance(result, PreExecutionError)
         internal = any(
@@ -333,6 +373,14 @@ class GraphQLApp(GraphQL[Context, None]):
             # Nothing was executed: no data entry at all.
             response.pop("data", None)
         return response
+
+
+def _outcome(request_error: bool, internal: bool, errors: bool) -> Outcome:
+    if internal:
+        return "internal"
+    if request_error:
+        return "request_error"
+    return "error" if errors else "ok"
 
 
 def _several_operations_unnamed(request_data: GraphQLRequestData) -> bool:
@@ -378,16 +426,37 @@ def create_app(
     *,
     client: DynamoClient | None = None,
     prepared: Prepared | None = None,
+    tracing: Tracing | None = None,
 ) -> Starlette:
     """The application: routes and middleware; the lifespan (server.runtime) opens storage.
     ``client`` lets tests supply storage instead; ``prepared`` makes a worker's application,
-    on what its parent prepared (server.workers), with the settings it carries."""
+    on what its parent prepared (server.workers), with the settings it carries; ``tracing``
+    sends spans elsewhere than ``OTEL_EXPORTER_OTLP_ENDPOINT`` (tests keep them in memory)."""
     if prepared is not None:
         settings = prepared.settings
     settings = settings or Settings()
+    metrics = None
+    if settings.metrics_mode != "off":
+        metrics = Metrics(max_operations=settings.metrics_operations)
+    if tracing is None and settings.tracing_on:
+        from server.tracing import Tracing
+
+        tracing = Tracing.otlp()
+    observed = metrics is not None or tracing is not None or settings.request_lines
     # Outermost first. Every refusal is made inside RequestId and CORS, so a browser can
     # read it and a client can quote its id.
     middleware = [Middleware(SecurityHeaders), Middleware(RequestId)]
+    if observed:
+        # Inside RequestId, whose id it reports; outside everything that may refuse.
+        middleware.append(
+            Middleware(
+                Observed,
+                metrics=metrics,
+                tracing=tracing,
+                request_lines=settings.request_lines,
+                graphql_path=GRAPHQL_PATH,
+            )
+        )
     if settings.cors_origins:
         middleware.append(
             Middleware(
@@ -420,14 +489,18 @@ def create_app(
     ide = GraphiQLPage.load() if settings.graphiql_on else None
     if ide is not None:
         routes.append(Route(ASSET_PATH + "/{name}", ide.asset))
-    graphql = GraphQLApp(settings, ide)
-    routes.append(Route("/graphql", graphql))
+    view = GraphQLApp(settings, ide, observed=observed)
+    routes.append(Route(GRAPHQL_PATH, view))
     # The same view answers WebSocket upgrades there (subscriptions).
-    routes.append(WebSocketRoute("/graphql", graphql))
+    routes.append(WebSocketRoute(GRAPHQL_PATH, view))
+    if metrics is not None:
+        view.watch(metrics)
+        if settings.metrics_mode == "on":
+            routes.append(Route("/metrics", metrics.endpoint))
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        lifespan=lifespan(settings, client, prepared),
+        lifespan=lifespan(settings, client, prepared, metrics=metrics, tracing=tracing),
     )
     # Starlette would answer /graphql/ with a redirect to a URL built from the Host header,
     # which the client controls: unknown paths are a 404, nothing else.

@@ -24,9 +24,10 @@ from schema import build_schema
 from server.app import create_app
 from server.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
 from server.local_engine import EngineError, LocalEngine
+from server.logs import configure_logging, uvicorn_log_config
 from server.progress import progress_bar
 from server.protocol import HeadLimits, guarded_protocol
-from server.runtime import DEV_TOKEN_LIFETIME, configure_logging
+from server.runtime import DEV_TOKEN_LIFETIME
 from server.settings import MAX_WORKERS, Settings, StorageSettings, TokenSettings
 from storage.bulk import load_new_products
 from storage.client import open_client
@@ -444,6 +445,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 
 def _shared_options(settings: Settings) -> dict[str, Any]:
     """uvicorn's options but the protocol, which worker processes make themselves."""
+    log_config = uvicorn_log_config(settings.log_format)
     return {
         "host": settings.host,
         "port": settings.port,
@@ -452,7 +454,9 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         "timeout_keep_alive": settings.keep_alive_timeout,
         "limit_concurrency": settings.max_connections,
         "server_header": False,
-        "access_log": settings.access_log,
+        # As JSON, the request line (server.observe) is the access log.
+        "access_log": settings.access_log and settings.log_format == "text",
+        **({} if log_config is None else {"log_config": log_config}),
         # A WebSocket message may be as large as a request body, not uvicorn's 16 MiB.
         "ws_max_size": settings.max_body_bytes,
     }
@@ -464,7 +468,7 @@ def _serve(args: argparse.Namespace) -> int:
     from server import workers
 
     settings = Settings(**_given(args, _SERVE_OPTIONS))
-    configure_logging()
+    configure_logging(settings.log_format)
     if settings.workers > 1:
         options = {"log_level": "info", **_shared_options(settings)}
         return workers.serve(settings, options, head_limits(settings))

@@ -85,6 +85,11 @@ class PersistedQueries:
     # 170-byte GET cost a 1 MB parse, over and over.
     max_document_chars: int = MAX_CACHED_DOCUMENT_CHARS
     store: BoundedCache[str, str] = field(init=False)
+    # Requests by hash alone whose document was found (hits) or not (misses), and
+    # documents registered (for the server's metrics).
+    hits: int = field(init=False, default=0)
+    misses: int = field(init=False, default=0)
+    registered: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.store = BoundedCache(self.max_bytes)
@@ -103,7 +108,9 @@ class PersistedQueries:
         if data.query is None:
             stored = self.store.get(requested)
             if stored is None:
+                self.misses += 1
                 raise PersistedQueryMiss("PERSISTED_QUERY_NOT_FOUND", "PersistedQueryNotFound")
+            self.hits += 1
             data.query = stored
             return None
         if sha256_hex(data.query) != requested:
@@ -115,6 +122,7 @@ class PersistedQueries:
     def register(self, sha256_hash: str, document: str) -> None:
         # What the str really holds in memory (1, 2 or 4 bytes a character), twice over for
         # the key and the store's bookkeeping.
+        self.registered += 1
         self.store.put(sha256_hash, document, ENTRY_BYTES + 2 * sys.getsizeof(document))
 
     def _trusted(self, data: GraphQLRequestData, requested: str | None) -> None:
@@ -126,7 +134,10 @@ class PersistedQueries:
                 # nothing is registered, so say why instead of "not found" a second time.
                 raise Refused(403, _ONLY_REGISTERED, code="FORBIDDEN")
             if document is None:
+                self.misses += 1
                 raise PersistedQueryMiss("PERSISTED_QUERY_NOT_FOUND", "PersistedQueryNotFound")
+            if data.query is None:
+                self.hits += 1
             if data.query is not None and data.query != document:
                 raise Refused(400, "The persisted query's sha256Hash is not the hash of the query.")
             data.query = document

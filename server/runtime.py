@@ -28,13 +28,15 @@ from contextlib import (
     suppress,
 )
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 
 from resolvers.auth import TokenRules, mint
+from server import metrics as process_metrics
 from server.demo import demo_comments
 from server.local_engine import LocalEngine
+from server.metrics import Metrics, listener
 from server.progress import progress_bar
 from server.settings import Settings
 from storage.bulk import load_new_products
@@ -47,6 +49,9 @@ from storage.stream import Change, StreamFollower, stream_arn
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from storage.writes import WriteLimits
+
+if TYPE_CHECKING:
+    from server.tracing import Tracing
 
 log = logging.getLogger("comments.server")
 
@@ -88,11 +93,6 @@ class Prepared:
     dev_token: str | None = None
 
 
-def configure_logging() -> None:
-    """The server's log lines (``serve``, and each worker process): time, level, logger."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-
-
 def runtime_of(app: Starlette) -> Runtime:
     """The runtime the lifespan left on ``app.state``; RuntimeError outside the lifespan."""
     runtime = getattr(app.state, "runtime", None)
@@ -102,52 +102,78 @@ def runtime_of(app: Starlette) -> Runtime:
 
 
 def lifespan(
-    settings: Settings, client: DynamoClient | None = None, prepared: Prepared | None = None
+    settings: Settings,
+    client: DynamoClient | None = None,
+    prepared: Prepared | None = None,
+    *,
+    metrics: Metrics | None = None,
+    tracing: Tracing | None = None,
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """Starlette's ``lifespan`` for these settings. ``client`` lets tests supply storage;
     otherwise the lifespan opens it (and starts DynamoDB Local first when no endpoint is
-    configured). ``prepared``: a worker's, whose parent did the shared start-up."""
+    configured). ``prepared``: a worker's, whose parent did the shared start-up. ``metrics``
+    are made the process's (``server.metrics``), with their own listener where the settings
+    ask for one and no parent serves them; ``tracing`` is closed last."""
 
     @asynccontextmanager
     async def run(app: Starlette) -> AsyncIterator[None]:
-        opened = open_runtime(settings, client) if prepared is None else open_worker(prepared)
-        async with opened as runtime:
-            app.state.runtime = runtime
-            if settings.gc_freeze:
-                # Everything made so far lives as long as the process: stop scanning it.
-                gc.collect()
-                gc.freeze()
-            try:
-                yield
-            finally:
-                del app.state.runtime
+        with ExitStack() as observing:
+            if tracing is not None:
+                observing.callback(tracing.close)
+            opened = (
+                open_runtime(settings, client, tracing)
+                if prepared is None
+                else open_worker(prepared, tracing)
+            )
+            async with opened as runtime:
+                app.state.runtime = runtime
+                if metrics is not None:
+                    _watch_memory(metrics, runtime.table.memory)
+                    observing.enter_context(metrics.active())
+                    if settings.metrics_mode == "port" and prepared is None:
+                        host, port = settings.metrics_host, settings.metrics_port
+                        observing.enter_context(listener(metrics.scraped, host, port))
+                        log.info("metrics on http://%s:%s/metrics", host, port)
+                if settings.gc_freeze:
+                    # Everything made so far lives as long as the process: stop scanning it.
+                    gc.collect()
+                    gc.freeze()
+                try:
+                    yield
+                finally:
+                    del app.state.runtime
 
     return run
 
 
+def _watch_memory(metrics: Metrics, memory: PlanMemory) -> None:
+    metrics.watch_lookups("plan_counts", lambda: memory.lookups()["plan_counts"])
+    metrics.watch_lookups("plan_heads", lambda: memory.lookups()["plan_heads"])
+
+
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, client: DynamoClient | None = None
+    settings: Settings, client: DynamoClient | None = None, tracing: Tracing | None = None
 ) -> AsyncIterator[Runtime]:
     """Open storage and settle the token rules; close storage when the block ends."""
     async with AsyncExitStack() as stack:
-        table, feed = await _open_table(stack, settings, client)
+        table, feed = await _open_table(stack, settings, client, tracing)
         if settings.port:  # 0: the port is chosen when the socket binds, unknown here
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
-            print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
+            announce(settings, f"{name}: {local_url(settings)}/graphql")
         rules, dev_token = _token_rules(settings)
         yield Runtime(table, rules, settings, dev_token, feed)
 
 
 @asynccontextmanager
-async def open_worker(prepared: Prepared) -> AsyncIterator[Runtime]:
+async def open_worker(prepared: Prepared, tracing: Tracing | None = None) -> AsyncIterator[Runtime]:
     """A worker's runtime: its own client to the table its parent prepared, the shared
     secret; nothing created, nothing printed."""
     settings = prepared.settings
     if settings.jwt_secret is None or settings.embedded:
         raise RuntimeError("a worker needs the endpoint and the secret its parent settled")
     async with AsyncExitStack() as stack:
-        table, feed = await _open_table(stack, settings, None)
+        table, feed = await _open_table(stack, settings, None, tracing)
         rules = _rules(settings, settings.jwt_secret)
         yield Runtime(table, rules, settings, prepared.dev_token, feed)
 
@@ -174,7 +200,7 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
             asyncio.run(_prepare_table(shared))
         if settings.port:
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
-            print(f"{name}: {local_url(settings)}/graphql", file=sys.stderr)
+            announce(settings, f"{name}: {local_url(settings)}/graphql")
         rules, dev_token = _token_rules(settings)
         worker = shared.model_copy(
             update={"jwt_secret": rules.secret, "create_table": False, "dev_token": False}
@@ -185,6 +211,19 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
 async def _prepare_table(settings: Settings) -> None:
     async with AsyncExitStack() as stack:
         await _open_table(stack, settings, None, follow=False)
+
+
+def _json(settings: Settings) -> bool:
+    return settings.log_format == "json"
+
+
+def announce(settings: Settings, line: str) -> None:
+    """A line for the person who started the server (where it listens, the dev token): on
+    stderr as it is, or as a log line among the JSON ones."""
+    if _json(settings):
+        log.info("%s", line)
+    else:
+        print(line, file=sys.stderr)
 
 
 def local_url(settings: Settings) -> str:
@@ -200,6 +239,7 @@ async def _open_table(
     stack: AsyncExitStack,
     settings: Settings,
     client: DynamoClient | None,
+    tracing: Tracing | None = None,
     *,
     follow: bool = True,
 ) -> tuple[TableRef, Feed | None]:
@@ -208,6 +248,8 @@ async def _open_table(
     if client is not None:
         # Storage supplied from outside is the caller's to prepare: no table is created,
         # no stream followed.
+        if tracing is not None:
+            client = tracing.client(client)
         return TableRef(client, settings.dynamodb_table, memory=_memory(settings)), None
     client_settings = settings.client_settings()
     if settings.embedded:
@@ -217,7 +259,8 @@ async def _open_table(
         client_settings = replace(client_settings, endpoint_url=engine.endpoint_url)
         log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
     opened = await stack.enter_async_context(open_client(client_settings))
-    table = TableRef(opened, settings.dynamodb_table, memory=_memory(settings))
+    served = opened if tracing is None else tracing.client(opened)
+    table = TableRef(served, settings.dynamodb_table, memory=_memory(settings))
     if settings.creates_table:
         created = await create_table(opened, settings.dynamodb_table, stream=settings.live_updates)
         if created and settings.seed_demo:
@@ -259,6 +302,7 @@ async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
 
     def lost(reason: str) -> None:
         log.warning("live updates: %s", reason)
+        process_metrics.stream_gaps()
         feed.interrupt(
             "EVENTS_LOST",
             "Changes of the table were lost to this server; subscribe again and reload.",
@@ -267,7 +311,12 @@ async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
     def batches() -> AsyncIterator[list[Change]]:
         return StreamFollower(streams, arn, poll_seconds=poll_seconds, on_gap=lost).batches()
 
-    await feed.follow(batches)
+    def delivered(changes: int) -> None:
+        process_metrics.stream_events(changes)
+        process_metrics.stream_lag(feed.lag_seconds or 0.0)
+        process_metrics.subscriptions_open(feed.subscribers)
+
+    await feed.follow(batches, on_batch=delivered, on_failure=process_metrics.stream_gaps)
 
 
 async def _stop_following(feed: Feed, task: asyncio.Task[None]) -> None:
@@ -283,7 +332,8 @@ def _memory(settings: Settings) -> PlanMemory:
 
 async def _seed_demo(table: TableRef, settings: Settings) -> None:
     comments = list(demo_comments(settings.demo_products))
-    progress = progress_bar(len(comments), "seeding demo data")
+    # A progress bar redraws one line: not a log line, so not among JSON ones.
+    progress = progress_bar(len(comments), "seeding demo data") if not _json(settings) else None
     await load_new_products(table, comments, progress=progress)
 
 
@@ -307,7 +357,7 @@ def _token_rules(settings: Settings) -> tuple[TokenRules, str | None]:
             issuer=settings.jwt_issuer,
             audience=settings.jwt_audience,
         )
-        print(f"Dev token (moderator, {lifetime / 3600:g} h): {token}", file=sys.stderr)
+        announce(settings, f"Dev token (moderator, {lifetime / 3600:g} h): {token}")
     return _rules(settings, secret), token
 
 

@@ -13,6 +13,8 @@ from resolvers.auth import DEFAULT_MAX_LIFETIME
 from schema import SchemaOptions
 from server.demo import DEMO_PRODUCTS
 from server.http_cache import CachePolicy
+from server.logs import LogFormat
+from server.metrics import DEFAULT_MAX_OPERATIONS
 from storage.client import ClientSettings
 from storage.feed import DEFAULT_QUEUE
 from storage.model import ModerationMode
@@ -58,6 +60,12 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")
 
 # Worker processes `serve` may run: a few per core, for machines of up to a few dozen cores.
 MAX_WORKERS = 64
+
+# Where Prometheus scrapes: nowhere, /metrics on the server's own port, or a listener of
+# its own (METRICS_HOST:METRICS_PORT).
+MetricsMode = Literal["off", "on", "port"]
+# The port OpenTelemetry's and Prometheus's exporters use by convention.
+DEFAULT_METRICS_PORT = 9464
 
 # hide_input_in_errors: a refused value (a secret among them) never appears in the error.
 _FROM_ENVIRONMENT = SettingsConfigDict(
@@ -228,6 +236,19 @@ class Settings(StorageSettings, TokenSettings):
     # take to send connection_init (then closed, 4408).
     subscription_idle_seconds: float = Field(default=300, gt=0, le=86400)
     connection_init_seconds: float = Field(default=10, gt=0, le=600)
+    # Prometheus metrics: off; on: GET /metrics on this server's port; port: a listener of
+    # its own on METRICS_HOST:METRICS_PORT (the parent's, with several workers). Unset: on in
+    # development, port in production, so that the public port never serves them.
+    metrics: MetricsMode | None = None
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(default=DEFAULT_METRICS_PORT, ge=1, le=65535)
+    # Distinct operation names a process labels its metrics with; later ones are "other".
+    metrics_operations: int = Field(default=DEFAULT_MAX_OPERATIONS, ge=1, le=1000)
+    # text: the lines as they have always been; json: one JSON object a line, and one line
+    # per request (with ACCESS_LOG) carrying its operation, outcome and storage figures.
+    log_format: LogFormat = "text"
+    # Traces over OTLP (http/protobuf) to this collector; unset or empty: no tracing.
+    otel_exporter_otlp_endpoint: str | None = None
 
     @field_validator("cors_origins", "cors_allow_headers", mode="before")
     @classmethod
@@ -251,6 +272,14 @@ class Settings(StorageSettings, TokenSettings):
             raise ValueError("PRODUCTION needs DYNAMODB_ENDPOINT_URL (no embedded engine)")
         if self.production and self.jwt_secret is None:
             raise ValueError("PRODUCTION needs JWT_SECRET")
+        return self
+
+    @model_validator(mode="after")
+    def _metrics_port_apart(self) -> Self:
+        if self.metrics_mode == "port" and self.metrics_port == self.port:
+            raise ValueError(
+                "METRICS_PORT must differ from PORT: metrics have a listener of their own"
+            )
         return self
 
     @model_validator(mode="after")
@@ -281,6 +310,21 @@ class Settings(StorageSettings, TokenSettings):
     @property
     def suggestions_on(self) -> bool:
         return not self.production if self.field_suggestions is None else self.field_suggestions
+
+    @property
+    def metrics_mode(self) -> MetricsMode:
+        if self.metrics is None:
+            return "port" if self.production else "on"
+        return self.metrics
+
+    @property
+    def tracing_on(self) -> bool:
+        return bool(self.otel_exporter_otlp_endpoint)
+
+    @property
+    def request_lines(self) -> bool:
+        """One JSON line per request, which replaces uvicorn's access line."""
+        return self.log_format == "json" and self.access_log
 
     @property
     def cache_policy(self) -> CachePolicy:

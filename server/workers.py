@@ -10,6 +10,12 @@ correct when writes come through another process is in the README ("Several proc
 
 A worker dies with its parent (Linux's parent-death signal), so a parent killed outright
 leaves no worker serving behind it.
+
+With metrics on, the parent points ``PROMETHEUS_MULTIPROC_DIR`` at a fresh private
+directory before any worker starts (prometheus-client then keeps each process's values in
+files there, which a scrape adds up), tells prometheus-client of each worker that ended,
+so that its gauges no longer count, serves the metrics itself with ``METRICS=port``, and
+removes the directory when it stops.
 """
 
 from __future__ import annotations
@@ -17,20 +23,28 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import shutil
 import signal
+import socket
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 import uvicorn
+from prometheus_client.multiprocess import mark_process_dead
 from starlette.applications import Starlette
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess
 
 from server.app import create_app
+from server.logs import configure_logging
+from server.metrics import MULTIPROC_ENV, listener, multiprocess_registry
 from server.protocol import HeadLimits, HttpImplementation, guarded_protocol
-from server.runtime import Prepared, configure_logging, prepare
+from server.runtime import Prepared, prepare
 from server.settings import Settings
 
 log = logging.getLogger("comments.server")
@@ -54,7 +68,7 @@ class WorkerApp:
 
     def __call__(self) -> Starlette:
         die_with_parent(self.parent)
-        configure_logging()
+        configure_logging(self.prepared.settings.log_format)
         return create_app(prepared=self.prepared)
 
 
@@ -82,6 +96,49 @@ class WorkerConfig(uvicorn.Config):
         self.http = guarded_protocol(*self.protocol)
 
 
+class Supervisor(Multiprocess):
+    """uvicorn's supervisor, which also tells prometheus-client of every worker that ended
+    (replaced after dying, or stopped), so that the live gauges (subscriptions open, stream
+    lag) stop counting it; counters keep what it counted."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket], metrics_dir: str):
+        super().__init__(config, sockets)
+        self.metrics_dir = metrics_dir
+        self.known: set[int] = set()
+
+    def keep_subprocess_alive(self) -> None:
+        super().keep_subprocess_alive()
+        self.forget_ended()
+
+    def handle_signals(self) -> None:
+        super().handle_signals()
+        self.forget_ended()
+
+    def forget_ended(self) -> None:
+        running = {p.pid for p in self.processes if p.pid is not None}
+        for pid in self.known - running:
+            mark_process_dead(pid, self.metrics_dir)  # type: ignore[no-untyped-call]
+        self.known = running
+
+
+@contextmanager
+def metrics_directory() -> Iterator[str]:
+    """A fresh private directory (mode 0700) for the workers' metrics, named to them by the
+    environment they inherit; removed, and the variable restored, when the block ends. One
+    left by an earlier run is never reused: its counts would add to this run's."""
+    path = tempfile.mkdtemp(prefix="comments-metrics-")
+    previous = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = path
+    try:
+        yield path
+    finally:
+        if previous is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = previous
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def die_with_parent(parent: int) -> None:
     """Ask the kernel for SIGTERM when the parent ends (Linux; elsewhere nothing), and stop
     at once when it has ended already."""
@@ -106,7 +163,15 @@ def serve(settings: Settings, options: dict[str, Any], limits: HeadLimits) -> in
     # Ctrl-C, so that an engine already started is stopped.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        with prepare(settings) as prepared:
+        with prepare(settings) as prepared, ExitStack() as observing:
+            directory = None
+            if settings.metrics_mode != "off":
+                directory = observing.enter_context(metrics_directory())
+                if settings.metrics_mode == "port":
+                    host, port = settings.metrics_host, settings.metrics_port
+                    registry = multiprocess_registry(directory)
+                    observing.enter_context(listener(registry, host, port))
+                    log.info("metrics of every worker on http://%s:%s/metrics", host, port)
             config = WorkerConfig(
                 WorkerApp(prepared, os.getpid()),
                 protocol=(settings.uvicorn_http, limits),
@@ -115,7 +180,11 @@ def serve(settings: Settings, options: dict[str, Any], limits: HeadLimits) -> in
                 **options,
             )
             sock = config.bind_socket()
-            supervisor = Multiprocess(config, sockets=[sock])
+            supervisor = (
+                Multiprocess(config, sockets=[sock])
+                if directory is None
+                else Supervisor(config, [sock], directory)
+            )
             try:
                 supervisor.run()
             finally:

@@ -11,11 +11,14 @@ V = TypeVar("V")
 
 
 class BoundedCache(Generic[K, V]):
-    """A least-recently-used map bounded by the bytes charged for its entries."""
+    """A least-recently-used map bounded by the bytes charged for its entries. It counts
+    its lookups (``hits``, ``misses``), which the server's metrics read."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
+        self.hits = 0
+        self.misses = 0
         self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -31,7 +34,9 @@ class BoundedCache(Generic[K, V]):
     def get(self, key: K) -> V | None:
         found = self._entries.get(key)
         if found is None:
+            self.misses += 1
             return None
+        self.hits += 1
         self._entries.move_to_end(key)
         return found[0]
 

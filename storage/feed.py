@@ -202,8 +202,8 @@ class Feed:
         if events:
             await self._hand_out(events)
         written = [c.written_at for c in changes if c.written_at is not None]
-        if written:
-            self.lag_seconds = max(0.0, time.time() - max(written))
+        # A poll that found nothing has caught up.
+        self.lag_seconds = max(0.0, time.time() - max(written)) if written else 0.0
 
     async def _hand_out(self, events: list[CommentChange]) -> None:
         scopes: dict[StatsScope, None] = {}
@@ -254,9 +254,12 @@ class Feed:
         *,
         retry_seconds: float = 1.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_batch: Callable[[int], None] = lambda changes: None,
+        on_failure: Callable[[], None] = lambda: None,
     ) -> None:
-        """Deliver the stream's batches for as long as the process runs. When the
-        follower fails it is started again from the latest position, after everyone was
+        """Deliver the stream's batches for as long as the process runs; ``on_batch`` is
+        told how many changes each had once it is delivered. When the follower fails
+        (``on_failure``) it is started again from the latest position, after everyone was
         told that events may have been lost."""
         while True:
             try:
@@ -265,11 +268,13 @@ class Feed:
                     # from then on, nothing written is missed.
                     self._set_following(True)
                     await self.deliver(batch)
+                    on_batch(len(batch))
             except asyncio.CancelledError:
                 self._set_following(False)
                 raise
             except Exception as exc:  # the follower's own failure, whatever it is
                 self._set_following(False)
+                on_failure()
                 log.warning(
                     "following the table's stream failed (%s); starting again from its "
                     "latest position",

@@ -77,6 +77,8 @@ class PlanMemory:
     max_bytes: int = DEFAULT_BYTES
     _counts: BoundedCache[StatsScope, RatingCounts] = field(init=False)
     _heads: BoundedCache[HeadKey, Head] = field(init=False)
+    # Heads found but read under other counters: of no use, so lookups count them as misses.
+    _stale_heads: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         if self.max_bytes < 0:
@@ -105,9 +107,21 @@ class PlanMemory:
     def head(self, key: HeadKey, counts: RatingCounts) -> Head | None:
         """The head last read at ``key``, if it was read under these counters."""
         found = self._heads.get(key)
-        if found is None or found.counts != version_of(counts):
+        if found is None:
+            return None
+        if found.counts != version_of(counts):
+            self._stale_heads += 1
             return None
         return found
+
+    def lookups(self) -> dict[str, tuple[int, int]]:
+        """Hits and misses of each memory since it was made (for the server's metrics); a
+        head read under other counters is a miss."""
+        heads = self._heads
+        return {
+            "plan_counts": (self._counts.hits, self._counts.misses),
+            "plan_heads": (heads.hits - self._stale_heads, heads.misses + self._stale_heads),
+        }
 
     def remember_head(
         self, key: HeadKey, ratings: Sequence[int], ended: bool, counts: RatingCounts

@@ -20,6 +20,7 @@ from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
 from storage.table import create_table
 from tests.api_helpers import SECRET
+from tests.helpers import parse_scrape, sample
 
 pytestmark = pytest.mark.engine
 
@@ -219,6 +220,19 @@ async def test_a_subscriber_on_one_process_sees_the_writes_of_another_in_order_o
         assert client.binary_frames == 0  # text frames only, as the protocol says
 
 
+async def _open_on(http: httpx.AsyncClient, server: LiveServer, until: int | None = None) -> float:
+    """The subscriptions the server's metrics count open; with ``until``, waiting (up to
+    ten seconds) for that figure, as the gauge is set after each poll of the stream."""
+    for _ in range(100):
+        scraped = await http.get(f"{server.base_url}/metrics")
+        assert scraped.status_code == 200, scraped.text
+        open_now = sample(parse_scrape(scraped.text), "comments_subscriptions_open")
+        if until is None or open_now == until:
+            return open_now
+        await asyncio.sleep(0.1)
+    return open_now
+
+
 async def test_limits_per_connection_and_per_process_and_freed_on_disconnect(
     servers: dict[str, LiveServer], http: httpx.AsyncClient
 ) -> None:
@@ -240,8 +254,10 @@ async def test_limits_per_connection_and_per_process_and_freed_on_disconnect(
                 over = await third.next("1")
                 assert over["type"] == "error"
                 assert over["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
-        # The first connection leaves: its places are freed, so a new subscription is
-        # accepted and receives events.
+            assert await _open_on(http, c, until=3) == 3
+        # The first connection leaves: its places are freed (the process's metrics say so
+        # too), so a new subscription is accepted and receives events.
+    assert await _open_on(http, c, until=0) == 0
     async with subscriber(c.graphql_url) as again:
         await again.subscribe("new", query, {"pid": pid})
         await again.subscribe("other", query, {"pid": pid})

@@ -1,5 +1,6 @@
 """Several processes: two servers on one table stay exact and show each other's writes at
-once; ``serve --workers 2`` runs two workers on one engine and leaves nothing behind."""
+once; ``serve --workers 2`` runs two workers on one engine and leaves nothing behind, and
+its metrics add up over both workers."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from reliability.live import COMMENTS, ROOT, LiveServer, live_server
 from reliability.responses import refusal
@@ -31,7 +33,7 @@ from server.workers import WorkerApp, WorkerConfig
 from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET
-from tests.helpers import own_table
+from tests.helpers import own_table, parse_scrape, sample
 
 CREATE = """mutation($input: CreateCommentInput!) {
   createComment(input: $input) { created comment { commentId } userErrors { code } } }"""
@@ -426,6 +428,120 @@ def test_serve_with_two_workers_shares_one_engine_and_stops_whole(tmp_path: Path
         while any(_alive(p) for p in descendants) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert [p for p in descendants if _alive(p)] == []
+
+
+def _environment(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
+
+
+def _workers(pid: int) -> list[int]:
+    return [p for p in _children(pid) if "spawn_main" in _command(p)]
+
+
+@contextmanager
+def _alone(worker: int, workers: list[int]) -> Iterator[None]:
+    """Only ``worker`` takes connections while the block runs: the others are stopped."""
+    others = [w for w in workers if w != worker]
+    for other in others:
+        os.kill(other, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for other in others:
+            os.kill(other, signal.SIGCONT)
+
+
+COUNTED = 'query Counted { product(productId: "workers-metrics") { stats { total } } }'
+REQUESTS = "comments_graphql_request_duration_seconds_count"
+
+
+def _counted_in(path: Path) -> float:
+    """Requests named Counted that one process's file of histograms holds."""
+    # prometheus-client leaves merge unannotated.
+    families = MultiProcessCollector.merge([str(path)])  # type: ignore[no-untyped-call]
+    counted: float = sum(
+        s.value
+        for family in families
+        for s in family.samples
+        if s.name == REQUESTS and s.labels.get("operation") == "Counted"
+    )
+    return counted
+
+
+@pytest.mark.engine
+def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
+    engine: LocalEngine, table: TableRef, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    env.update(
+        DYNAMODB_ENDPOINT_URL=engine.endpoint_url,
+        DYNAMODB_TABLE=table.name,
+        JWT_SECRET=SECRET,
+        HOST="127.0.0.1",
+        PORT=str(port),
+        ACCESS_LOG="false",
+    )
+    log = tmp_path / "serve.log"
+    base = f"http://127.0.0.1:{port}"
+
+    def healthy(process: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.poll() is None, log.read_text()[-3000:]
+            try:
+                if _get(f"{base}/healthz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+
+    with _serve(env, log) as process:
+        healthy(process)
+        workers = _workers(process.pid)
+        assert len(workers) == 2
+        # A private directory, the same for both, that the parent made (the test's
+        # environment names none).
+        [where] = {_environment(w)["PROMETHEUS_MULTIPROC_DIR"] for w in workers}
+        directory = Path(where)
+        assert directory.stat().st_mode & 0o777 == 0o700
+        shares = dict(zip(workers, (3, 2), strict=True))
+        for worker, share in shares.items():
+            with _alone(worker, workers):
+                for _ in range(share):
+                    answer = _get(f"{base}/graphql", params={"query": COUNTED}).json()
+                    assert "errors" not in answer, answer
+        # Each worker counted its own share, in its own files ...
+        for worker, share in shares.items():
+            assert _counted_in(directory / f"histogram_{worker}.db") == share
+        # ... and a scrape of either adds up both.
+        for worker in workers:
+            with _alone(worker, workers):
+                samples = parse_scrape(_get(f"{base}/metrics").text)
+            assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == 5
+        # A worker that dies is replaced; its live gauges stop counting, its counts stay.
+        ended, kept = workers
+        assert (directory / f"gauge_livesum_{ended}.db").exists()
+        os.kill(ended, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (directory / f"gauge_livesum_{ended}.db").exists():
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        assert (directory / f"gauge_livesum_{kept}.db").exists()
+        assert (directory / f"histogram_{ended}.db").exists()
+        # The replacement has started (stopped while starting, it would fail serve).
+        started = "Application startup complete."
+        deadline = time.monotonic() + 90
+        while log.read_text().count(started) < 3:
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        samples = parse_scrape(_get(f"{base}/metrics").text)
+        assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == 5
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0, log.read_text()[-3000:]
+    assert not directory.exists()
 
 
 def test_workers_must_be_one_to_a_cap() -> None:

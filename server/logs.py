@@ -1,0 +1,65 @@
+"""The server's log lines: text (the default) or JSON lines (``LOG_FORMAT=json``).
+
+As JSON, every line is one object with ``time`` (UTC, ISO 8601), ``level``, ``logger`` and
+``message``, and whatever fields the line carries (``extra={"fields": {...}}``); uvicorn's
+lines are formatted the same way. The request line (``server.observe``) is one of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+
+LogFormat = Literal["text", "json"]
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            entry.update(fields)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        # default=str: a field of another type is written as text rather than lost.
+        return orjson.dumps(entry, default=str).decode()
+
+
+def configure_logging(log_format: LogFormat = "text") -> None:
+    """The server's log lines (``serve``, and each worker process): time, level, logger."""
+    if log_format == "json":
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter())
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
+    else:
+        logging.basicConfig(level=logging.INFO, format=TEXT_FORMAT)
+
+
+def uvicorn_log_config(log_format: LogFormat) -> dict[str, Any] | None:
+    """uvicorn's logging configuration for the format; None: uvicorn's own (text)."""
+    if log_format != "json":
+        return None
+    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+    logger = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": JsonFormatter}},
+        "handlers": {"default": handler},
+        "loggers": {
+            "uvicorn": logger,
+            "uvicorn.error": {"level": "INFO"},
+            "uvicorn.access": logger,
+        },
+    }

@@ -1,0 +1,352 @@
+"""Prometheus metrics of the API (``METRICS``, see the README's "Metrics, traces and logs").
+
+``Metrics`` holds one application's metrics in a registry of its own. What each request
+adds is little: a few label lookups (children are kept per label value) and the figures
+of its storage meter. Caches and persisted queries count their own lookups in plain
+integers; the differences are added to the counters after each request.
+
+Label values are bounded: operation names come from clients as free text, so only names
+that match ``OPERATION_NAME`` are kept, and at most ``max_operations`` distinct ones per
+process; the rest are ``other``, a request without a name is ``anonymous``.
+
+With several worker processes (``serve --workers N``) the parent points
+``PROMETHEUS_MULTIPROC_DIR`` at a fresh private directory before the workers start:
+prometheus-client then keeps each process's values in files there, and a scrape of any
+worker, or of the parent's listener, adds up every process.
+
+Module-level functions report what happens outside a request to the running
+application's metrics, and do nothing when metrics are off:
+
+- ``subscriptions_open(count)``: the subscriptions this process holds, as its feed of the
+  stream counts them after each poll (``comments_subscriptions_open``, summed over live
+  processes);
+- ``stream_lag(seconds)``: how far behind the newest change this process's stream reader
+  is, the age of the last record read (``comments_stream_lag_seconds``, the largest over
+  live processes);
+- ``stream_events(count)``: stream records read (``comments_stream_events_total``);
+- ``stream_gaps(count)``: changes the reader could not read (``comments_stream_gaps_total``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Literal
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    start_http_server,
+    values,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from storage.metering import Meter
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+# What became of a GraphQL request: ok (no errors), error (executed, with errors),
+# internal (an unexpected error, masked), request_error (nothing executed: the document
+# did not parse or validate, cost too much...), refused (refused before GraphQL could run
+# it: not acceptable, not JSON, a persisted query not found...).
+Outcome = Literal["ok", "error", "internal", "request_error", "refused"]
+
+# A GraphQL name, up to 64 characters.
+OPERATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+# An error code as the contract writes them.
+ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+ANONYMOUS = "anonymous"
+OTHER = "other"
+DEFAULT_MAX_OPERATIONS = 50
+# Error codes are the server's own, a few dozen: the cap only guards against a bug.
+MAX_ERROR_CODES = 100
+
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+ITEMS_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
+CAPACITY_BUCKETS = (0, 0.5, 1, 2, 5, 10, 25, 50, 100, 250)
+ROUNDS_BUCKETS = (0, 1, 2, 3, 4, 6, 8, 12)
+
+
+@dataclass(slots=True)
+class BoundedLabel:
+    """Label values from outside, bounded: a value that matches ``pattern`` is itself while
+    it is one of the first ``limit`` such values seen, else ``other``; None is
+    ``anonymous``."""
+
+    pattern: re.Pattern[str]
+    limit: int
+    admitted: set[str] = field(default_factory=set)
+
+    def __call__(self, value: str | None) -> str:
+        if value is None:
+            return ANONYMOUS
+        if value in self.admitted:
+            return value
+        if len(self.admitted) >= self.limit or not self.pattern.fullmatch(value):
+            return OTHER
+        if value in (ANONYMOUS, OTHER):
+            return value
+        self.admitted.add(value)
+        return value
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Counts kept elsewhere in plain integers, added to counters as they grow."""
+
+    read: Callable[[], Sequence[int]]
+    counters: Sequence[Counter]
+    seen: list[int]
+
+    def sync(self) -> None:
+        for i, now in enumerate(self.read()):
+            if now != self.seen[i]:
+                self.counters[i].inc(now - self.seen[i])
+                self.seen[i] = now
+
+
+def multiprocess_dir() -> str | None:
+    """The directory of multiprocess mode, when this process runs in it: the variable was
+    set before prometheus-client was imported (a worker's parent sets it)."""
+    path = os.environ.get(MULTIPROC_ENV)
+    if path and getattr(values.ValueClass, "_multiprocess", False):
+        return path
+    return None
+
+
+def multiprocess_registry(path: str) -> CollectorRegistry:
+    """A registry that adds up every process's values kept under ``path``."""
+    registry = CollectorRegistry(auto_describe=False)
+    # prometheus-client leaves this constructor unannotated.
+    MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
+    return registry
+
+
+class Metrics:
+    """One application's metrics, in a registry of its own."""
+
+    def __init__(self, *, max_operations: int = DEFAULT_MAX_OPERATIONS) -> None:
+        self.registry = registry = CollectorRegistry(auto_describe=False)
+        path = multiprocess_dir()
+        # What a scrape reads: every process's files in multiprocess mode, else this registry.
+        self.scraped = registry if path is None else multiprocess_registry(path)
+        self.operation = BoundedLabel(OPERATION_NAME, max_operations)
+        self.error_code = BoundedLabel(ERROR_CODE, MAX_ERROR_CODES)
+        by_operation = ["operation"]
+        self.duration = Histogram(
+            "comments_graphql_request_duration_seconds",
+            "GraphQL requests: seconds from the request's arrival to its answer, by operation "
+            "name and outcome",
+            ["operation", "outcome"],
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.errors = Counter(
+            "comments_graphql_errors",
+            "Errors in GraphQL responses, by extensions.code",
+            ["code"],
+            registry=registry,
+        )
+        self.calls = Counter(
+            "comments_storage_calls",
+            "Storage calls made for GraphQL requests, by DynamoDB operation",
+            ["operation"],
+            registry=registry,
+        )
+        self.items_read = Histogram(
+            "comments_storage_items_read",
+            "Items one GraphQL request read from storage (scanned, for queries), by operation",
+            by_operation,
+            buckets=ITEMS_BUCKETS,
+            registry=registry,
+        )
+        self.read_units = Histogram(
+            "comments_storage_read_capacity_units",
+            "Read capacity units one GraphQL request consumed, by operation",
+            by_operation,
+            buckets=CAPACITY_BUCKETS,
+            registry=registry,
+        )
+        self.write_units = Histogram(
+            "comments_storage_write_capacity_units",
+            "Write capacity units one GraphQL request consumed, by operation",
+            by_operation,
+            buckets=CAPACITY_BUCKETS,
+            registry=registry,
+        )
+        self.rounds = Histogram(
+            "comments_storage_rounds",
+            "Sequential storage rounds of one GraphQL request (overlapping calls count once), "
+            "by operation",
+            by_operation,
+            buckets=ROUNDS_BUCKETS,
+            registry=registry,
+        )
+        self.cache_lookups = Counter(
+            "comments_cache_lookups",
+            "Lookups in the process's caches (parsed documents, validated documents, the plan "
+            "memory's counters and page heads), by cache and result (hit, miss)",
+            ["cache", "result"],
+            registry=registry,
+        )
+        self.persisted_queries = Counter(
+            "comments_persisted_queries",
+            "Persisted queries: requests by hash whose document was found (hit) or not (miss), "
+            "and documents registered",
+            ["result"],
+            registry=registry,
+        )
+        self.subscriptions = Gauge(
+            "comments_subscriptions_open",
+            "Subscriptions open",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.stream_lag = Gauge(
+            "comments_stream_lag_seconds",
+            "Age of the last stream record read, in seconds (the largest over processes)",
+            registry=registry,
+            multiprocess_mode="livemax",
+        )
+        self.stream_events = Counter(
+            "comments_stream_events",
+            "Stream records read",
+            registry=registry,
+        )
+        self.stream_gaps = Counter(
+            "comments_stream_gaps",
+            "Gaps in the stream: changes that could not be read (an expired iterator, "
+            "trimmed records)",
+            registry=registry,
+        )
+        # Children by label value, so that a request looks each up once in a plain dict.
+        self._durations: dict[tuple[str, str], Histogram] = {}
+        self._errors: dict[str, Counter] = {}
+        self._calls: dict[str, Counter] = {}
+        self._figures: dict[str, tuple[Histogram, Histogram, Histogram, Histogram]] = {}
+        self._tallies: list[_Tally] = []
+
+    def watch_lookups(self, cache: str, read: Callable[[], tuple[int, int]]) -> None:
+        """Count the hits and misses that ``read`` reports for ``cache`` (totals so far)."""
+        counters = [
+            self.cache_lookups.labels(cache, "hit"),
+            self.cache_lookups.labels(cache, "miss"),
+        ]
+        self._tallies.append(_Tally(read, counters, [0, 0]))
+
+    def watch_persisted(self, read: Callable[[], tuple[int, int, int]]) -> None:
+        """Count persisted-query hits, misses and registrations (totals so far)."""
+        counters = [self.persisted_queries.labels(r) for r in ("hit", "miss", "registered")]
+        self._tallies.append(_Tally(read, counters, [0, 0, 0]))
+
+    def observe_request(
+        self,
+        operation: str | None,
+        outcome: Outcome,
+        seconds: float,
+        meter: Meter | None,
+        codes: Sequence[str] = (),
+    ) -> None:
+        """Count one GraphQL request: its duration, error codes and storage figures."""
+        label = self.operation(operation)
+        key = (label, outcome)
+        duration = self._durations.get(key)
+        if duration is None:
+            duration = self._durations[key] = self.duration.labels(label, outcome)
+        duration.observe(seconds)
+        for code in codes:
+            error = self._errors.get(code)
+            if error is None:
+                error = self._errors[code] = self.errors.labels(self.error_code(code))
+            error.inc()
+        if meter is not None:
+            figures = self._figures.get(label)
+            if figures is None:
+                figures = self._figures[label] = (
+                    self.items_read.labels(label),
+                    self.read_units.labels(label),
+                    self.write_units.labels(label),
+                    self.rounds.labels(label),
+                )
+            items, reads, writes, rounds = figures
+            items.observe(meter.items_read)
+            reads.observe(meter.read_capacity)
+            writes.observe(meter.write_capacity)
+            rounds.observe(meter.rounds)
+            for call, count in meter.calls.items():
+                counter = self._calls.get(call)
+                if counter is None:
+                    counter = self._calls[call] = self.calls.labels(call)
+                counter.inc(count)
+        for tally in self._tallies:
+            tally.sync()
+
+    def exposition(self) -> bytes:
+        """The text a scrape gets: this process's metrics, or every process's."""
+        return generate_latest(self.scraped)
+
+    async def endpoint(self, request: Request) -> Response:
+        """``GET /metrics`` on the application's own port (``METRICS=on``)."""
+        return Response(self.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    @contextmanager
+    def active(self) -> Iterator[Metrics]:
+        """While the block runs, the module-level functions report to these metrics."""
+        _active.append(self)
+        try:
+            yield self
+        finally:
+            _active.remove(self)
+
+
+# The metrics of the application running in this process (its lifespan puts them here):
+# subscription and stream counts belong to the process, and the code that reports them
+# (a stream reader, a WebSocket handler) need not carry the application around.
+_active: list[Metrics] = []
+
+
+def subscriptions_open(count: int) -> None:
+    """The subscriptions this process holds now (``comments_subscriptions_open``)."""
+    if _active:
+        _active[-1].subscriptions.set(count)
+
+
+def stream_lag(seconds: float) -> None:
+    """How far this process's stream reader is behind: the age of the record it read last
+    (``comments_stream_lag_seconds``)."""
+    if _active:
+        _active[-1].stream_lag.set(max(0.0, seconds))
+
+
+def stream_events(count: int = 1) -> None:
+    """``count`` stream records were read (``comments_stream_events_total``)."""
+    if _active and count > 0:
+        _active[-1].stream_events.inc(count)
+
+
+def stream_gaps(count: int = 1) -> None:
+    """The stream reader missed changes ``count`` times (``comments_stream_gaps_total``)."""
+    if _active and count > 0:
+        _active[-1].stream_gaps.inc(count)
+
+
+@contextmanager
+def listener(registry: CollectorRegistry, host: str, port: int) -> Iterator[None]:
+    """A listener of its own for scrapes (``METRICS=port``), in a thread, until the block
+    ends; it answers every path with the metrics of ``registry``."""
+    server, thread = start_http_server(port, addr=host, registry=registry)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
