@@ -31,6 +31,10 @@ class BoundedCache(Generic[K, V]):
     def values(self) -> list[V]:
         return [value for value, _ in self._entries.values()]
 
+    def __contains__(self, key: K) -> bool:
+        """Whether ``key`` is kept, without counting as a use of it."""
+        return key in self._entries
+
     def get(self, key: K) -> V | None:
         found = self._entries.get(key)
         if found is None:

@@ -7,7 +7,9 @@ counters (``storage.snapshots``) current without reading them.
 
 For each batch of changes:
 
-1. every stats item's new counters go into the process's snapshot;
+1. every stats item's new counters refresh the process's snapshot, for the scopes it keeps
+   (the stream carries the whole table's changes; taking them all in would push out the
+   scopes this process's pages use);
 2. every comment change is classified for each subscriber of its product
    (``storage.events.classify``: what that subscriber's listing shows before and after);
 3. the counters of the products that have events are read once for the batch (after the
@@ -198,7 +200,7 @@ class Feed:
             if event is not None and event.product_id in self._by_product:
                 events.append(event)
         if fresh:
-            self.table.memory.remember_counts(fresh)
+            self.table.memory.refresh_counts(fresh)
         if events:
             await self._hand_out(events)
         written = [c.written_at for c in changes if c.written_at is not None]

@@ -99,6 +99,12 @@ class PlanMemory:
     def counts(self, product_id: str, language: str | None) -> RatingCounts | None:
         return self._counts.get((product_id, language))
 
+    def refresh_counts(self, counts: Sequence[RatingCounts]) -> None:
+        """Newer counters of scopes this memory keeps (from the table's stream); scopes it
+        does not keep are left out, so that changes of the whole table do not push out
+        the scopes this process's pages use."""
+        self.remember_counts([c for c in counts if (c.product_id, c.language) in self._counts])
+
     def remember_counts(self, counts: Sequence[RatingCounts]) -> None:
         for c in counts:
             charge = COUNTS_ENTRY_BYTES + CHAR_BYTES * (len(c.product_id) + len(c.language or ""))

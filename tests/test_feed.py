@@ -199,10 +199,20 @@ async def test_events_carry_the_counters_read_after_the_batch() -> None:
 async def test_a_stats_change_refreshes_the_snapshot_without_a_read() -> None:
     fake = _Counting()
     table = TableRef(fake, "feed")
+    table.memory.remember_counts([RatingCounts("p", None, (0, 0, 0, 0, 6))])
     feed = Feed(table)
-    image = {**stats_key("p", None), "count_5": {"N": "7"}, "count_total": {"N": "7"}}
-    await feed.deliver([Change("MODIFY", stats_key("p", None), None, image, "1", "s")])
+    kept = {**stats_key("p", None), "count_5": {"N": "7"}, "count_total": {"N": "7"}}
+    other = {**stats_key("q", None), "count_1": {"N": "1"}, "count_total": {"N": "1"}}
+    await feed.deliver(
+        [
+            Change("MODIFY", stats_key("p", None), None, kept, "1", "s"),
+            Change("INSERT", stats_key("q", None), None, other, "2", "s"),
+        ]
+    )
     assert table.memory.counts("p", None) == RatingCounts("p", None, (0, 0, 0, 0, 7))
+    # A scope this process does not keep stays out (the whole table's changes would
+    # otherwise push out the ones its pages use).
+    assert table.memory.counts("q", None) is None
     assert fake.calls == []
 
 
