@@ -82,7 +82,8 @@ class Page:
     ended: bool = False
     # The counters were read in a round of their own before the queries.
     counts_round: bool = False
-    # The plan made from a snapshot of the counters did not hold, and ran again.
+    # The plan made from a snapshot of the counters did not hold against the fresh ones,
+    # and was extended by the partitions it had skipped (planner.extend_plan).
     corrected: bool = False
 
     @property
