@@ -15,13 +15,14 @@ For each batch of changes:
 3. the counters of the products that have events are read once for the batch (after the
    changes were written, so they count them) and handed out with the events.
 
-Bounds: a subscriber holds at most ``queue_size`` undelivered events; one that falls
-further behind (a client that does not read) is ended with TOO_SLOW rather than let its
-queue grow, and its client resubscribes and reloads. The events queued are shared by the
-subscribers of a product, so what a process holds is at most ``queue_size`` events per
-product watched (a comment is at most ``model.BODY_MAX_BYTES`` and its title) plus a
-reference per subscriber and event. The number of subscribers per process is capped
-(``max_subscribers``).
+Bounds: a batch is handed out whole; a subscriber that, at the next batch for its
+product, has more than ``queue_size`` events waiting and took none since, or more than
+``HARD_FACTOR`` times that many, is ended with TOO_SLOW rather than let its queue grow,
+and its client resubscribes and reloads (``Subscription``). The events queued are shared
+by the subscribers of a product, so what a process holds is at most that many events per
+product watched, plus one batch (a comment is at most ``model.BODY_MAX_BYTES`` and its
+title), and a reference per subscriber and event. The number of subscribers per process
+is capped (``max_subscribers``).
 
 Nothing is hidden: when the stream loses changes (a reader more than 24 hours behind, an
 iterator that expired before anything was read, the follower failing and starting again
@@ -50,6 +51,8 @@ from storage.table import TableRef
 log = logging.getLogger("comments.feed")
 
 DEFAULT_QUEUE = 100
+# A subscriber with this many times its queue size waiting is too slow, however it reads.
+HARD_FACTOR = 10
 DEFAULT_MAX_SUBSCRIBERS = 10_000
 # Attempts at reading a batch's counters before its subscribers are ended.
 COUNTS_ATTEMPTS = 3
@@ -80,18 +83,29 @@ class Delivery:
 
 @dataclass(eq=False, slots=True)
 class Subscription:
-    """One subscriber's events, in the order the stream gave them; iterate to receive."""
+    """One subscriber's events, in the order the stream gave them; iterate to receive.
+
+    How slow is too slow: a batch of the stream is handed out whole, however many events
+    it holds for the subscriber (a client cannot read any of them before the batch is
+    handed out); at the next batch for its product, a subscriber that has more than
+    ``queue_size`` events waiting and has taken none since the last batch, or that has more
+    than ``HARD_FACTOR`` times ``queue_size`` waiting (it reads, but slower than events
+    come), is ended with TOO_SLOW."""
 
     listing: Listing
     queue_size: int
     _queue: deque[Delivery] = field(default_factory=deque)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _ended: Ended | None = None
+    # Events taken by the client in all, and as counted at the last batch.
+    _taken: int = 0
+    _taken_at_check: int = 0
 
-    def put(self, delivery: Delivery) -> None:
-        if self._ended is not None:
-            return
-        if len(self._queue) >= self.queue_size:
+    def check_pace(self) -> None:
+        """Called before a batch for its product is handed out (see the class doc)."""
+        waiting = len(self._queue)
+        stuck = waiting > self.queue_size and self._taken == self._taken_at_check
+        if stuck or waiting > HARD_FACTOR * self.queue_size:
             self.end(
                 Ended(
                     "TOO_SLOW",
@@ -99,6 +113,10 @@ class Subscription:
                     "subscribe again and reload the page's comments.",
                 )
             )
+        self._taken_at_check = self._taken
+
+    def put(self, delivery: Delivery) -> None:
+        if self._ended is not None:
             return
         self._queue.append(delivery)
         self._ready.set()
@@ -117,6 +135,7 @@ class Subscription:
             if self._ended is not None:
                 raise self._ended
             if self._queue:
+                self._taken += 1
                 return self._queue.popleft()
             self._ready.clear()
             await self._ready.wait()
@@ -208,17 +227,23 @@ class Feed:
         self.lag_seconds = max(0.0, time.time() - max(written)) if written else 0.0
 
     async def _hand_out(self, events: list[CommentChange]) -> None:
+        # The subscribers the batch is for are those registered when it is handed out: one
+        # that subscribes while the counters are read came after these changes (and its
+        # language's counters are not being read).
+        watching = {e.product_id: list(self._by_product.get(e.product_id, ())) for e in events}
         scopes: dict[StatsScope, None] = {}
-        for event in events:
-            scopes[(event.product_id, None)] = None
-            for subscription in self._by_product.get(event.product_id, ()):
+        for product_id, subscriptions in watching.items():
+            scopes[(product_id, None)] = None
+            for subscription in subscriptions:
                 if subscription.listing.language is not None:
-                    scopes[(event.product_id, subscription.listing.language)] = None
+                    scopes[(product_id, subscription.listing.language)] = None
+        for subscriptions in watching.values():
+            for subscription in subscriptions:
+                subscription.check_pace()
         counts = await self._read_counts(list(scopes))
         if counts is None:
-            failed = {e.product_id for e in events}
-            for product_id in failed:
-                for subscription in self._by_product.get(product_id, ()):
+            for subscriptions in watching.values():
+                for subscription in subscriptions:
                     subscription.end(
                         Ended(
                             "STORAGE_UNAVAILABLE",
@@ -228,7 +253,7 @@ class Feed:
                     )
             return
         for event in events:
-            for subscription in list(self._by_product.get(event.product_id, ())):
+            for subscription in watching[event.product_id]:
                 listing = subscription.listing
                 kind = classify(event, listing)
                 if kind is None:

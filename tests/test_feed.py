@@ -216,17 +216,78 @@ async def test_a_stats_change_refreshes_the_snapshot_without_a_read() -> None:
     assert fake.calls == []
 
 
+def _created(n: int, product: str = "p") -> Change:
+    made = _comment(IDS[n % len(IDS)], (Status.PUBLISHED, 4, "en", f"c{n}", product))
+    return Change("INSERT", comment_key(f"{n:032x}"), None, _image(made), str(n), "s")
+
+
+async def test_a_batch_larger_than_the_queue_reaches_a_reading_subscriber() -> None:
+    feed = Feed(TableRef(FakeDynamo(), "feed"), queue_size=3)
+    reader = feed.subscribe(Listing("p"))
+    await feed.deliver([_created(n) for n in range(6)])
+    got = [await anext(reader) for _ in range(6)]
+    assert [d.change.after.body for d in got if d.change.after] == [f"c{n}" for n in range(6)]
+    # It took them all: the next batch finds it keeping up.
+    await feed.deliver([_created(6)])
+    assert (await anext(reader)).kind is EventKind.PUBLISHED
+
+
 async def test_a_subscriber_that_does_not_read_is_ended_too_slow() -> None:
     feed = Feed(TableRef(FakeDynamo(), "feed"), queue_size=3)
     slow = feed.subscribe(Listing("p"))
-    for n in range(4):
-        made = _comment(IDS[n], (Status.PUBLISHED, 4, "en", "good", "p"))
-        change = Change("INSERT", comment_key(made.comment_id), None, _image(made), str(n), "s")
-        await feed.deliver([change])
+    await feed.deliver([_created(n) for n in range(4)])
+    # Took none of the four before the next batch: too slow.
+    await feed.deliver([_created(4)])
     assert len(slow._queue) == 0  # what it held is let go
     with pytest.raises(Ended) as ended:
         await anext(slow)
     assert ended.value.code == "TOO_SLOW"
+
+
+async def test_a_subscriber_reading_slower_than_events_come_is_ended_at_the_hard_bound() -> None:
+    feed = Feed(TableRef(FakeDynamo(), "feed"), queue_size=2)
+    lagging = feed.subscribe(Listing("p"))
+    n = 0
+    for _ in range(30):
+        await feed.deliver([_created(n), _created(n + 1), _created(n + 2)])
+        n += 3
+        if lagging._ended is not None:
+            break
+        await anext(lagging)  # one event a batch, while three come
+    with pytest.raises(Ended) as ended:
+        await anext(lagging)
+    assert ended.value.code == "TOO_SLOW"
+    # Two more wait after each batch: at the 12th, 22 wait, over HARD_FACTOR x 2.
+    assert n == 3 * 12
+
+
+class _SubscribesWhileRead(FakeDynamo):
+    """A fake whose counters' read lets a new subscriber in while it is in flight."""
+
+    def __init__(self, feed: list[Feed]) -> None:
+        super().__init__()
+        self.feed = feed
+        self.joined: list[Subscription] = []
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation == "batch_get_item" and not self.joined:
+            self.joined.append(self.feed[0].subscribe(Listing("p", language="en")))
+        return await super()._call(operation, kwargs)
+
+
+async def test_a_subscriber_arriving_while_a_batch_is_handed_out_does_not_break_the_feed() -> None:
+    holder: list[Feed] = []
+    fake = _SubscribesWhileRead(holder)
+    feed = Feed(TableRef(fake, "feed"))
+    holder.append(feed)
+    watcher = feed.subscribe(Listing("p"))
+    await feed.deliver([_created(0)])  # failed with KeyError before
+    assert (await anext(watcher)).kind is EventKind.PUBLISHED
+    # The newcomer gets the next batch's events, with its language's counters.
+    (newcomer,) = fake.joined
+    await feed.deliver([_created(1)])
+    delivery = await anext(newcomer)
+    assert delivery.language_counts == RatingCounts("p", "en")
 
 
 async def test_lost_changes_end_every_subscriber_and_drop_the_snapshot() -> None:
