@@ -104,11 +104,18 @@ async def subscriber(
     authorization: str | None = None,
     init: bool = True,
     payload: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Subscriber]:
     """A connection to ``url`` (http:// or ws://), initialised with ``authorization`` in
-    connection_init's payload (or ``payload`` as given) unless ``init`` is False."""
+    connection_init's payload (or ``payload`` as given) unless ``init`` is False; ``headers``
+    go with the upgrade request."""
     ws_url = "ws" + url.removeprefix("http") if url.startswith("http") else url
-    async with connect(ws_url, subprotocols=[PROTOCOL], max_size=None) as socket:  # type: ignore[list-item]
+    async with connect(
+        ws_url,
+        subprotocols=[PROTOCOL],  # type: ignore[list-item]
+        max_size=None,
+        additional_headers=headers,
+    ) as socket:
         client = Subscriber(socket)
         if init:
             body = payload if payload is not None else {}

@@ -132,6 +132,9 @@ class GraphQLApp(GraphQL[Context, None]):
             # A page of another origin may open a socket only where CORS lets it read.
             allowed_origins=settings.cors_origins,
         )
+        # WebSocket connections open now, and how many may be (this process).
+        self.sockets = 0
+        self.max_sockets = settings.max_websockets
         self.subscription_limits = SubscriptionLimits(
             per_connection=settings.subscriptions_per_connection,
             idle_seconds=settings.subscription_idle_seconds,
@@ -161,6 +164,9 @@ class GraphQLApp(GraphQL[Context, None]):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Strawberry answers requests it cannot read (bad JSON, wrong content type, a batch,
         # a mutation over GET) in plain text; clients get the GraphQL shape instead.
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
@@ -197,6 +203,24 @@ class GraphQLApp(GraphQL[Context, None]):
         # adds Origin, compression Accept-Encoding).
         response.headers["vary"] = "Accept, Authorization"
         await response(scope, receive, send)
+
+    async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket connection, within MAX_WEBSOCKETS: one more is accepted and closed
+        at once with 1013 (try again later), which graphql-ws retries."""
+        if self.sockets >= self.max_sockets:
+            socket = WebSocket(scope, receive, send)
+            offered = scope.get("subprotocols") or ()
+            chosen = (
+                GRAPHQL_TRANSPORT_WS_PROTOCOL if GRAPHQL_TRANSPORT_WS_PROTOCOL in offered else None
+            )
+            await socket.accept(subprotocol=chosen)
+            await socket.close(code=1013, reason="Too many connections; retry later")
+            return
+        self.sockets += 1
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.sockets -= 1
 
     def shareable(self, request: Request, *, errors: bool) -> bool:
         """Whether anyone (a browser, a CDN, a proxy) may keep this answer and give it to
@@ -322,7 +346,11 @@ class GraphQLApp(GraphQL[Context, None]):
             runtime.table,
             request_id=request_id,
             tokens=runtime.tokens,
-            authorization=request.headers.get("authorization"),
+            # Over WebSocket the token comes with connection_init only (server.subscriptions
+            # checks it there); a header on the upgrade would be an identity never checked.
+            authorization=(
+                None if isinstance(request, WebSocket) else request.headers.get("authorization")
+            ),
             storage_timeout=runtime.settings.storage_timeout,
             tuning=runtime.tuning,
             write_limits=runtime.write_limits,

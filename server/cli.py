@@ -452,7 +452,9 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         "loop": settings.uvicorn_loop,
         "h11_max_incomplete_event_size": settings.max_header_bytes,
         "timeout_keep_alive": settings.keep_alive_timeout,
-        "limit_concurrency": settings.max_connections,
+        # uvicorn counts WebSockets among its connections: they get places of their own
+        # (the app refuses sockets past MAX_WEBSOCKETS), so HTTP keeps MAX_CONNECTIONS.
+        "limit_concurrency": settings.max_connections + settings.max_websockets,
         "server_header": False,
         # As JSON, the request line (server.observe) is the access log.
         "access_log": settings.access_log and settings.log_format == "text",

@@ -323,6 +323,8 @@ async def _stop_following(feed: Feed, task: asyncio.Task[None]) -> None:
     task.cancel()
     with suppress(asyncio.CancelledError):
         await task
+    # uvicorn has closed the sockets by now (1012, service restart), so no client reads
+    # this; it ends what is left of the subscriptions' generators.
     feed.interrupt("EVENTS_LOST", "The server is shutting down; subscribe again.")
 
 

@@ -167,6 +167,9 @@ class Settings(StorageSettings, TokenSettings):
     keep_alive_timeout: int = Field(default=5, ge=1)
     # Open connections (and requests in progress) beyond this are answered 503.
     max_connections: int = Field(default=1000, ge=1)
+    # WebSocket connections (subscriptions) a process holds beyond those; one more is closed
+    # with 1013 at once. They have places of their own, so sockets never starve HTTP.
+    max_websockets: int = Field(default=1000, ge=1)
     # Points a request may cost (storage queries it could run, see schema.cost).
     max_query_cost: int = Field(default=_SCHEMA.max_cost, ge=1)
     max_response_nodes: int = Field(default=_SCHEMA.max_nodes, ge=1)  # objects a response may hold

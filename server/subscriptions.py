@@ -198,6 +198,12 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         self._idle: asyncio.Task[None] | None = None
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        # The protocol's shape: a string id and an object payload (Strawberry would fail on
+        # anything else with a traceback and an abrupt close).
+        raw: dict[str, object] = dict(message)
+        if not isinstance(raw.get("id"), str) or not isinstance(raw.get("payload"), dict):
+            await self.websocket.close(code=4400, reason="Invalid subscribe message")
+            return
         # Counted as the messages arrive (operations start later, in tasks of their own).
         if (
             self.connection_acknowledged

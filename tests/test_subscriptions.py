@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack
+from contextlib import AsyncExitStack, ExitStack
 from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from reliability.live import LiveServer, live_server
 from reliability.subscriber import Subscriber, subscriber
@@ -73,6 +74,8 @@ def servers(engine: LocalEngine) -> Iterator[dict[str, LiveServer]]:
             "SUBSCRIPTION_IDLE_SECONDS": "1",
             "CONNECTION_INIT_SECONDS": "1",
             "MAX_QUERY_COST": "3",
+            "MAX_WEBSOCKETS": "3",
+            "MAX_CONNECTIONS": "2",
         },
         "D": {"LIVE_UPDATES": "false"},
     }
@@ -313,3 +316,62 @@ async def test_refusals_carry_codes(servers: dict[str, LiveServer]) -> None:
         refused = await off.next("x")
         assert refused["type"] == "error"
         assert refused["payload"][0]["extensions"]["code"] == "LIVE_UPDATES_UNAVAILABLE"
+
+
+async def test_sockets_have_places_of_their_own_and_never_starve_http(
+    servers: dict[str, LiveServer], http: httpx.AsyncClient
+) -> None:
+    c = servers["C"]  # MAX_WEBSOCKETS=3, MAX_CONNECTIONS=2
+    async with AsyncExitStack() as stack:
+        held: list[Subscriber] = []
+        for attempt in range(40):  # sockets of the tests before may still be closing
+            try:
+                client = await stack.enter_async_context(subscriber(c.graphql_url))
+            except (RuntimeError, ConnectionClosed):
+                await asyncio.sleep(0.1)
+                continue
+            # A subscription keeps it from the idle timeout (1 s on C).
+            await client.subscribe(
+                str(attempt), 'subscription { commentEvents(productId: "h") { kind } }'
+            )
+            held.append(client)
+            if len(held) == 3:
+                break
+        assert len(held) == 3
+        async with subscriber(c.graphql_url, init=False) as fourth:
+            closed = await fourth.closed()
+        assert (closed.code, closed.reason) == (1013, "Too many connections; retry later")
+        # HTTP keeps its own places: with three sockets open, more than MAX_CONNECTIONS.
+        for path in ("/healthz", "/metrics"):
+            assert (await http.get(c.base_url + path)).status_code == 200
+
+
+async def test_a_malformed_subscribe_message_closes_with_4400(
+    servers: dict[str, LiveServer],
+) -> None:
+    for message in (
+        {"id": "1", "type": "subscribe", "payload": 5},
+        {"id": 1, "type": "subscribe", "payload": {"query": "subscription { x }"}},
+    ):
+        async with subscriber(servers["A"].graphql_url) as client:
+            await client.send(message)
+            closed = await client.closed(seconds=10)
+        assert (closed.code, closed.reason) == (4400, "Invalid subscribe message")
+
+
+async def test_a_token_in_the_upgrade_header_is_not_an_identity(
+    servers: dict[str, LiveServer], http: httpx.AsyncClient
+) -> None:
+    pid = f"hdr-{uuid.uuid4().hex[:8]}"
+    query = """subscription($pid: ID!) {
+      commentEvents(productId: $pid) { kind commentId comment { authorSubject } } }"""
+    headers = {"authorization": f"Bearer {MODERATOR}"}
+    async with subscriber(servers["A"].graphql_url, headers=headers) as client:
+        await client.subscribe("1", query, {"pid": pid})
+        await _ready(http, servers["B"], client, ["1"], pid)
+        made = await _create(http, servers["B"], pid, 3, "en", "who wrote this?")
+        message = await client.next("1")
+        event = message["payload"]["data"]["commentEvents"]
+        assert event["commentId"] == made
+        # A moderator would see the author's subject; this connection is anonymous.
+        assert event["comment"]["authorSubject"] is None
