@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,20 +104,37 @@ def server_process(
 def _wait_healthy(
     process: subprocess.Popen[bytes], log: IO[bytes], url: str, timeout: float = 60
 ) -> None:
+    def output() -> str:
+        log.seek(0)
+        return log.read().decode(errors="replace")
+
+    wait_until_answers(process, url, timeout, what="the server", logs=output)
+
+
+def wait_until_answers(
+    process: subprocess.Popen[bytes],
+    url: str,
+    timeout: float,
+    *,
+    what: str,
+    logs: Callable[[], str],
+    error: type[Exception] = RuntimeError,
+    poll: float = 0.1,
+) -> None:
+    """Wait until ``url`` answers 200 while ``process`` runs; ``error`` with the end of its
+    ``logs`` if it exits first or does not answer within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
-            log.seek(0)
-            output = log.read().decode(errors="replace")
-            raise RuntimeError(f"the server exited early:\n{output[-3000:]}")
+            raise error(f"{what} exited early:\n{logs()[-3000:]}")
         try:
             if httpx.get(url, timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the server did not become healthy within {timeout:.0f} s")
-        time.sleep(0.1)
+            raise error(f"{what} did not answer within {timeout:.0f} s:\n{logs()[-3000:]}")
+        time.sleep(poll)
 
 
 def rss_bytes(pid: int) -> int:

@@ -16,15 +16,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
+from reliability.live import wait_until_answers
 from server.local_engine import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,18 +165,15 @@ def live_nginx(
 
 
 def _wait_ready(process: subprocess.Popen[bytes], root: Path, url: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if process.poll() is not None:
-            raise NginxError(f"nginx exited early:\n{_logs(root)}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise NginxError(f"nginx did not answer within {START_TIMEOUT:.0f} s:\n{_logs(root)}")
-        time.sleep(0.05)
+    wait_until_answers(
+        process,
+        url,
+        START_TIMEOUT,
+        what="nginx",
+        logs=lambda: _logs(root),
+        error=NginxError,
+        poll=0.05,
+    )
 
 
 def _logs(root: Path) -> str:
