@@ -43,6 +43,7 @@ from strawberry.types.execution import PreExecutionError
 from resolvers.auth import authenticate
 from resolvers.context import Context
 from resolvers.errors import Unauthenticated
+from schema import SchemaOptions
 from schema.cost import Refusal, estimate, over_budget, select_operation
 from schema.errors import with_codes
 
@@ -55,12 +56,14 @@ TOKEN_CHECK_SECONDS = 1.0
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionLimits:
-    per_connection: int = 10
-    idle_seconds: float = 300.0
-    max_cost: int = 500
-    max_nodes: int = 2000
-    max_tokens: int = 2000
-    suggestions: bool = True
+    """What the view's settings allow a connection (server.app makes it from them)."""
+
+    per_connection: int
+    idle_seconds: float
+    max_cost: int
+    max_nodes: int
+    suggestions: bool
+    max_tokens: int = SchemaOptions().max_tokens
 
 
 def authorize(context: Context) -> None:
@@ -79,10 +82,8 @@ def authorize(context: Context) -> None:
     context.authorization = value
 
 
-def _error(message: str, code: str, **extensions: Any) -> PreExecutionError:
-    return PreExecutionError(
-        data=None, errors=[GraphQLError(message, extensions={"code": code, **extensions})]
-    )
+def _error(message: str, code: str) -> PreExecutionError:
+    return PreExecutionError(data=None, errors=[GraphQLError(message, extensions={"code": code})])
 
 
 class TextFrames(ASGIWebSocketAdapter):
@@ -189,11 +190,10 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """Strawberry's graphql-transport-ws handler with the limits of ``SubscriptionLimits``
     (the view's ``subscription_limits``)."""
 
-    limits: SubscriptionLimits
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.limits = getattr(self.view, "subscription_limits", SubscriptionLimits())
+        # The view is server.app's GraphQLApp, which carries them.
+        self.limits: SubscriptionLimits = self.view.subscription_limits  # type: ignore[attr-defined]
         self.schema = _Operations(self.schema, self)  # type: ignore[assignment]
         self._idle: asyncio.Task[None] | None = None
 

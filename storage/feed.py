@@ -151,14 +151,17 @@ class Feed:
     table: TableRef
     queue_size: int = DEFAULT_QUEUE
     max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS
-    # Whether the stream is being followed: subscriptions are refused otherwise.
-    following: bool = False
-    # Seconds between the newest change of the last batch being written and its delivery.
-    lag_seconds: float | None = None
-    delivered: int = 0
+    # Seconds between the newest change of the last batch being written and its delivery
+    # (0 once a poll found nothing).
+    lag_seconds: float = 0.0
     _by_product: dict[str, set[Subscription]] = field(default_factory=dict)
     _count: int = 0
+    # Set while the stream is being followed: subscriptions are refused otherwise.
     _following: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def following(self) -> bool:
+        return self._following.is_set()
 
     async def wait_following(self, seconds: float) -> bool:
         """Whether the stream is followed, waiting up to ``seconds`` for it (a process that
@@ -168,13 +171,6 @@ class Feed:
                 async with asyncio.timeout(seconds):
                     await self._following.wait()
         return self.following
-
-    def _set_following(self, on: bool) -> None:
-        self.following = on
-        if on:
-            self._following.set()
-        else:
-            self._following.clear()
 
     @property
     def subscribers(self) -> int:
@@ -262,7 +258,6 @@ class Feed:
                 if listing.language is not None:
                     language = counts[(event.product_id, listing.language)]
                 subscription.put(Delivery(kind, event, counts[(event.product_id, None)], language))
-                self.delivered += 1
 
     async def _read_counts(self, scopes: list[StatsScope]) -> dict[StatsScope, RatingCounts] | None:
         for attempt in range(COUNTS_ATTEMPTS):
@@ -293,14 +288,14 @@ class Feed:
                 async for batch in batches():
                     # The follower has taken its position once it gives a first batch:
                     # from then on, nothing written is missed.
-                    self._set_following(True)
+                    self._following.set()
                     await self.deliver(batch)
                     on_batch(len(batch))
             except asyncio.CancelledError:
-                self._set_following(False)
+                self._following.clear()
                 raise
             except Exception as exc:  # the follower's own failure, whatever it is
-                self._set_following(False)
+                self._following.clear()
                 on_failure()
                 log.warning(
                     "following the table's stream failed (%s); starting again from its "
