@@ -145,6 +145,9 @@ class FieldCost:
 class Estimate:
     points: int  # storage calls the request may make
     nodes: int  # objects its response may hold
+    # The listing fields the operation selects ("Product.comments"...): fields that read
+    # a page, whose cost grows with its size.
+    listings: frozenset[str] = frozenset()
 
 
 class Refusal(Exception):
@@ -296,6 +299,8 @@ class Estimator:
         self.memo: dict[tuple[str, str, Lengths], _Tally] = {}
         # How often each fragment's selections were walked; tests read it.
         self.walks: Counter[str] = Counter()
+        # Listing fields met on the way (see Estimate.listings).
+        self.listings: set[str] = set()
 
     def selection_set(
         self, parent: GraphQLObjectType, node: SelectionSetNode, lengths: Lengths
@@ -339,6 +344,8 @@ class Estimator:
             return _Tally(0, 0, leaf)  # __typename and introspection
         rule = RULES.get((parent.name, name))
         cost = FieldCost() if rule is None else rule(self.arguments(parent, node), lengths)
+        if cost.lengths is not None:
+            self.listings.add(f"{parent.name}.{name}")
         named = get_named_type(definition.type)
         if node.selection_set is None or not isinstance(named, Composite):
             return _Tally(cost.points, 0, leaf)
@@ -429,10 +436,9 @@ def estimate(
     fragments = {
         d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
     }
-    tally = Estimator(schema, fragments, coerced).selection_set(
-        root, operation.selection_set, WORST
-    )
-    return Estimate(tally.points, tally.nodes)
+    estimator = Estimator(schema, fragments, coerced)
+    tally = estimator.selection_set(root, operation.selection_set, WORST)
+    return Estimate(tally.points, tally.nodes, frozenset(estimator.listings))
 
 
 def over_budget(found: Estimate, budget: int, max_nodes: int) -> GraphQLError | None:

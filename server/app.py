@@ -33,6 +33,7 @@ from strawberry.types.unset import UNSET, UnsetType
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from schema.caches import DocumentCaches
+from server.event_groups import EventGroups
 from server.graphiql import ASSET_PATH, GraphiQLPage
 from server.guards import (
     BodyLimit,
@@ -141,7 +142,18 @@ class GraphQLApp(GraphQL[Context, None]):
             max_cost=settings.max_query_cost,
             max_nodes=settings.max_response_nodes,
             suggestions=settings.suggestions_on,
+            event_cost=settings.subscription_event_cost,
+            connection_cost=settings.subscription_connection_cost,
         )
+        # The process's shared resolutions of subscription events, and their budgets.
+        self.event_groups = EventGroups(
+            product_cost=settings.subscription_product_cost,
+            process_cost=settings.subscription_process_cost,
+            max_members=settings.subscriptions_per_process,
+            queue_size=settings.subscription_queue,
+            max_bytes=settings.max_response_bytes,
+        )
+        self.max_response_bytes = settings.max_response_bytes
         trusted = None
         if settings.trusted_documents is not None:
             trusted = load_manifest(settings.trusted_documents)
@@ -184,6 +196,9 @@ class GraphQLApp(GraphQL[Context, None]):
                 exchange.codes = [exc.code if isinstance(exc, Refused) else "BAD_USER_INPUT"]
         else:
             outcome = getattr(request.state, "graphql_outcome", None)
+            if outcome is not None and len(response.body) > self.max_response_bytes:
+                response = self._too_large(len(response.body), request)
+                outcome = (False, False, True)
             if exchange is not None:
                 if outcome is None:
                     exchange.graphql = False  # the GraphiQL page, not an operation
@@ -203,6 +218,26 @@ class GraphQLApp(GraphQL[Context, None]):
         # adds Origin, compression Accept-Encoding).
         response.headers["vary"] = "Accept, Authorization"
         await response(scope, receive, send)
+
+    def _too_large(self, size: int, request: Request) -> Response:
+        """The answer in place of one over MAX_RESPONSE_BYTES: it was computed, never sent
+        (its bytes count against no one but this request)."""
+        request_id = getattr(request.state, "request_id", "unknown")
+        error = {
+            "message": f"The answer would be {size} bytes; at most {self.max_response_bytes} "
+            "are allowed (MAX_RESPONSE_BYTES). Ask for smaller pages, fewer aliases or "
+            "fewer fields.",
+            "extensions": {
+                "code": "QUERY_TOO_COMPLEX",
+                "bytes": size,
+                "maxBytes": self.max_response_bytes,
+            },
+        }
+        exchange = exchange_of(request.scope)
+        if exchange is not None:
+            exchange.codes = ["QUERY_TOO_COMPLEX"]
+        body = {"data": None, "errors": [error], "extensions": {"requestId": request_id}}
+        return Response(orjson.dumps(body), media_type=JSON)
 
     async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A WebSocket connection, within MAX_WEBSOCKETS: one more is accepted and closed

@@ -17,9 +17,12 @@ worker, or of the parent's listener, adds up every process.
 Module-level functions report what happens outside a request to the running
 application's metrics, and do nothing when metrics are off:
 
-- ``subscriptions_open(count)``: the subscriptions this process holds, as its feed of the
-  stream counts them after each poll (``comments_subscriptions_open``, summed over live
-  processes);
+- ``subscriptions_open(count)``: the subscriptions this process holds, set as each
+  starts and ends (``comments_subscriptions_open``, summed over live processes);
+- ``subscription_resolved(calls)``: one event resolved for a group of subscriptions, with
+  the storage calls it made (``comments_subscription_resolutions_total`` and
+  ``comments_subscription_storage_calls_total``): the work live updates cost, which
+  does not grow with subscribers who share a document;
 - ``stream_lag(seconds)``: how far behind the newest change this process's stream reader
   is, the age of the last record read (``comments_stream_lag_seconds``, the largest over
   live processes);
@@ -211,6 +214,17 @@ class Metrics:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.resolutions = Counter(
+            "comments_subscription_resolutions",
+            "Subscription events resolved: one per event and group of subscriptions sharing "
+            "a document, variables and view, however many subscribers the group has",
+            registry=registry,
+        )
+        self.resolution_calls = Counter(
+            "comments_subscription_storage_calls",
+            "Storage calls made resolving subscription events",
+            registry=registry,
+        )
         self.stream_lag = Gauge(
             "comments_stream_lag_seconds",
             "Age of the last stream record read, in seconds (the largest over processes)",
@@ -318,6 +332,15 @@ def subscriptions_open(count: int) -> None:
     """The subscriptions this process holds now (``comments_subscriptions_open``)."""
     if _active:
         _active[-1].subscriptions.set(count)
+
+
+def subscription_resolved(calls: int) -> None:
+    """One subscription event was resolved, with ``calls`` storage calls
+    (``comments_subscription_resolutions_total``, ``comments_subscription_storage_calls_total``)."""
+    if _active:
+        _active[-1].resolutions.inc()
+        if calls > 0:
+            _active[-1].resolution_calls.inc(calls)
 
 
 def stream_lag(seconds: float) -> None:

@@ -314,7 +314,6 @@ async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
     def delivered(changes: int) -> None:
         process_metrics.stream_events(changes)
         process_metrics.stream_lag(feed.lag_seconds)
-        process_metrics.subscriptions_open(feed.subscribers)
 
     await feed.follow(batches, on_batch=delivered, on_failure=process_metrics.stream_gaps)
 

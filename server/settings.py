@@ -173,6 +173,9 @@ class Settings(StorageSettings, TokenSettings):
     # Points a request may cost (storage queries it could run, see schema.cost).
     max_query_cost: int = Field(default=_SCHEMA.max_cost, ge=1)
     max_response_nodes: int = Field(default=_SCHEMA.max_nodes, ge=1)  # objects a response may hold
+    # Bytes of JSON an answer (or one subscription event) may hold; a larger one is refused
+    # before it is sent with QUERY_TOO_COMPLEX (an event's ends its subscription).
+    max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     data_dir: Path = Path(".data")
     # Every storage call of one request must finish within this many seconds.
     storage_timeout: float = Field(default=5.0, gt=0)
@@ -233,6 +236,17 @@ class Settings(StorageSettings, TokenSettings):
     # Subscriptions one WebSocket connection, and one process, may hold.
     subscriptions_per_connection: int = Field(default=10, ge=1, le=1000)
     subscriptions_per_process: int = Field(default=10_000, ge=1, le=1_000_000)
+    # What live updates may cost, in points: the storage calls one event of a subscription
+    # may make (schema.cost's estimate of its document) plus one for resolving it at all.
+    # Charged once, when the subscription starts: per subscription (its document), per
+    # connection (its subscriptions), per product and per process (the distinct
+    # resolutions: subscribers sharing a document, variables and view share one). Refused
+    # over any of them: QUERY_TOO_COMPLEX for the first two, TOO_MANY_SUBSCRIPTIONS for the
+    # others (server.event_groups).
+    subscription_event_cost: int = Field(default=5, ge=0, le=100)
+    subscription_connection_cost: int = Field(default=20, ge=1, le=10_000)
+    subscription_product_cost: int = Field(default=200, ge=1, le=1_000_000)
+    subscription_process_cost: int = Field(default=5000, ge=1, le=10_000_000)
     # Events waiting for one subscriber before it is ended as TOO_SLOW.
     subscription_queue: int = Field(default=DEFAULT_QUEUE, ge=1, le=10_000)
     # Seconds a connection may stay without a subscription (then closed, 4000), and may

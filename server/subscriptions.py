@@ -2,20 +2,29 @@
 
 Strawberry speaks the protocol; this module adds what a public server needs around it:
 
-- **Subscriptions only.** Queries and mutations go over HTTP, where caching, persisted
-  queries and their limits live; one sent over the socket is refused with BAD_USER_INPUT.
+- **Subscriptions only.** Queries and mutations go over HTTP, where caching and their
+  limits live; one sent over the socket is refused with BAD_USER_INPUT.
+- **One document policy.** What HTTP enforces holds here too: trusted documents only when
+  the server has a manifest (FORBIDDEN otherwise), a persisted query's hash for its
+  document (``payload.extensions.persistedQuery``), and the schema's own limits (tokens,
+  depth, aliases, introspection), which run in every execution.
 - **Auth at connection_init.** ``payload.authorization`` (``"Bearer <token>"``, the same
   tokens as over HTTP) is checked when the connection is initialised; an invalid one closes
   the socket with 4403. Without one the connection is anonymous (comments are public).
-- **Cost counted like queries.** An operation is estimated as an HTTP request would be
-  (``schema.cost``) and refused over budget with QUERY_TOO_COMPLEX; the estimate is each
-  event's budget of storage calls, and each event is resolved with a context of its own.
+- **Cost charged once, at subscribe time.** An operation is estimated as an HTTP request
+  would be (``schema.cost``), refused with QUERY_TOO_COMPLEX when it selects a listing
+  (an event carries the comment and the counters; listings are read over HTTP) or when
+  one event could make more than ``event_cost`` storage calls; its points (those calls
+  plus one) count against the connection's ``connection_cost`` for as long as it runs,
+  and against the product's and the process's budgets of server.event_groups, where
+  subscriptions sharing a document, variables and view share one resolution per event.
 - **Limits.** Subscriptions per connection (TOO_MANY_SUBSCRIPTIONS as an ``error``
-  message), per process (the feed's cap, the same code), the wait for connection_init
-  (4408, Strawberry's), and an idle timeout: a connection without a subscription for
+  message), per process (the same code), the wait for connection_init (4408,
+  Strawberry's), and an idle timeout: a connection without a subscription for
   ``idle_seconds`` is closed with 4000, and one whose token has expired with 4403.
   uvicorn caps a message at the HTTP body limit and pings the client to find dead
-  connections.
+  connections. An event larger than MAX_RESPONSE_BYTES ends its subscription with
+  QUERY_TOO_COMPLEX.
 - **Codes.** Every error sent (``error`` and ``next`` messages) carries its contract code,
   as over HTTP (``schema.errors.with_codes``).
 """
@@ -27,10 +36,25 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from graphql import GraphQLError, GraphQLSyntaxError, OperationType, parse
+from cross_web import HTTPException
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    GraphQLError,
+    GraphQLSchema,
+    GraphQLSyntaxError,
+    OperationType,
+    TypeInfo,
+    TypeInfoVisitor,
+    Visitor,
+    parse,
+    visit,
+)
+from graphql.execution.values import get_argument_values, get_variable_values
 from starlette.websockets import WebSocketDisconnect
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http import GraphQLRequestData
 from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema import BaseSchema
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -46,6 +70,10 @@ from resolvers.errors import Unauthenticated
 from schema import SchemaOptions
 from schema.cost import Refusal, estimate, over_budget, select_operation
 from schema.errors import with_codes
+from server import metrics as process_metrics
+from server.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refused
+from server.persisted import PersistedQueries
+from server.transport import Refused as TransportRefused
 
 # Close code of a connection that held no subscription for the idle timeout (4000-4399 are
 # the application's; the protocol's own are 44xx).
@@ -64,6 +92,10 @@ class SubscriptionLimits:
     max_nodes: int
     suggestions: bool
     max_tokens: int = SchemaOptions().max_tokens
+    # Points (see server.event_groups) one event of a subscription may cost, beyond the
+    # one of resolving it, and that a connection's subscriptions may cost together.
+    event_cost: int = 5
+    connection_cost: int = 20
 
 
 def authorize(context: Context) -> None:
@@ -101,9 +133,21 @@ class TextFrames(ASGIWebSocketAdapter):
             raise WebSocketDisconnected from exc
 
 
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A subscription the document policy lets run: its points (the storage calls one event
+    may make, plus one for resolving it), its product, and whether its answer depends on
+    the viewer."""
+
+    points: int
+    product_id: str
+    per_viewer: bool
+
+
 class _Operations:
-    """The schema as one connection's handler sees it: each operation checked, given a
-    context of its own, and its errors coded."""
+    """The schema as one connection's handler sees it: each operation checked against the
+    document policy, charged to the connection's budget, and joined to the process's group
+    of the same document (server.event_groups), whose one resolution per event it shares."""
 
     def __init__(self, schema: BaseSchema, handler: SubscriptionHandler) -> None:
         self.schema = schema
@@ -119,21 +163,68 @@ class _Operations:
         **_: Any,
     ) -> AsyncGenerator[ExecutionResult, None]:
         assert context_value is not None
-        context = context_value.for_operation()
-        return self._run(query, variable_values, context, root_value, operation_name)
+        return self._run(query, variable_values, context_value, root_value, operation_name)
 
     async def _run(
         self,
         query: str | None,
         variables: dict[str, Any] | None,
+        connection: Context,
+        root_value: Any,
+        operation_name: str | None,
+    ) -> AsyncGenerator[ExecutionResult, None]:
+        accepted = self._accept(query, variables, operation_name)
+        if isinstance(accepted, PreExecutionError):
+            yield self._coded(accepted, connection)
+            return
+        assert query is not None
+        handler = self.handler
+        limits = handler.limits
+        if handler.points + accepted.points > limits.connection_cost:
+            refused = _error(
+                f"This connection's subscriptions would cost {handler.points + accepted.points} "
+                f"points per event; at most {limits.connection_cost} are allowed. Complete "
+                "one first, or select fewer fields that read storage.",
+                "QUERY_TOO_COMPLEX",
+            )
+            yield self._coded(refused, connection)
+            return
+        viewer = connection.authorization if accepted.per_viewer else None
+        key = GroupKey.of(query, operation_name, variables, viewer)
+
+        async def start() -> AsyncGenerator[ExecutionResult, None]:
+            # The group's own context: the connection's caller when the answer depends on
+            # who asks, else nobody's (every member sees what anonymous viewers see).
+            context = connection.for_operation()
+            if viewer is None:
+                context.authorization = None
+            return self._resolved(query, variables, context, root_value, operation_name)
+
+        try:
+            member = handler.groups.join(key, accepted.product_id, accepted.points, start)
+        except Refused as refused_here:
+            refusal = PreExecutionError(data=None, errors=[refused_here.error()])
+            yield self._coded(refusal, connection)
+            return
+        handler.points += accepted.points
+        process_metrics.subscriptions_open(handler.groups.members)
+        try:
+            async for result in member.results():
+                yield result
+        finally:
+            handler.points -= accepted.points
+            handler.groups.leave(member)
+            process_metrics.subscriptions_open(handler.groups.members)
+
+    async def _resolved(
+        self,
+        query: str,
+        variables: dict[str, Any] | None,
         context: Context,
         root_value: Any,
         operation_name: str | None,
     ) -> AsyncGenerator[ExecutionResult, None]:
-        refusal = self._refusal(query, variables, operation_name)
-        if refusal is not None:
-            yield self._coded(refusal, context)
-            return
+        """The group's one execution, its errors coded once for all members."""
         results = await self.schema.stream(
             query,
             variable_values=variables,
@@ -145,13 +236,16 @@ class _Operations:
             async for result in results:
                 # Subscriptions yield results, never incremental frames (no @defer here).
                 assert isinstance(result, ExecutionResult)
+                if not isinstance(result, PreExecutionError):
+                    # The meter is the event's own (live renews it per event).
+                    process_metrics.subscription_resolved(context.meter.started)
                 yield self._coded(result, context)
         finally:
             await results.aclose()
 
-    def _refusal(
+    def _accept(
         self, query: str | None, variables: object, operation_name: str | None
-    ) -> PreExecutionError | None:
+    ) -> Accepted | PreExecutionError:
         limits = self.handler.limits
         if not isinstance(query, str):
             return _error("The subscribe message has no query.", "BAD_USER_INPUT")
@@ -176,7 +270,25 @@ class _Operations:
         error = over_budget(found, limits.max_cost, limits.max_nodes)
         if error is not None:
             return PreExecutionError(data=None, errors=[error])
-        return None
+        if found.listings:
+            named = ", ".join(sorted(found.listings))
+            return _error(
+                f"An event cannot select listings ({named}); read them over HTTP when an "
+                "event says the listing changed.",
+                "QUERY_TOO_COMPLEX",
+            )
+        if found.points > limits.event_cost:
+            return _error(
+                f"One event of this subscription could make {found.points} storage calls; "
+                f"at most {limits.event_cost} are allowed. Select fewer fields that read "
+                "storage.",
+                "QUERY_TOO_COMPLEX",
+            )
+        return Accepted(
+            points=found.points + 1,
+            product_id=_product_of(schema, document, operation_name, variables),
+            per_viewer=_selects(schema, document, VIEWER_FIELDS),
+        )
 
     def _coded(self, result: ExecutionResult, context: Context) -> ExecutionResult:
         if result.errors:
@@ -194,7 +306,11 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         super().__init__(*args, **kwargs)
         # The view is server.app's GraphQLApp, which carries them.
         self.limits: SubscriptionLimits = self.view.subscription_limits  # type: ignore[attr-defined]
+        self.groups: EventGroups = self.view.event_groups  # type: ignore[attr-defined]
+        self.persisted: PersistedQueries = self.view.persisted  # type: ignore[attr-defined]
         self.schema = _Operations(self.schema, self)  # type: ignore[assignment]
+        # Points this connection's subscriptions hold (at most limits.connection_cost).
+        self.points = 0
         self._idle: asyncio.Task[None] | None = None
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
@@ -219,6 +335,29 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 {"id": message["id"], "type": "error", "payload": [error.formatted]}
             )
             return
+        # The same document policy as over HTTP: trusted documents only, when the server
+        # has a manifest; a persisted query's hash stands for its document.
+        payload: dict[str, object] = dict(raw["payload"])  # type: ignore[call-overload]
+        query, extensions = payload.get("query"), payload.get("extensions")
+        data = GraphQLRequestData(
+            query=query if isinstance(query, str) else None,
+            variables=None,
+            operation_name=None,
+            extensions=extensions if isinstance(extensions, dict) else None,
+        )
+        try:
+            # Nothing is registered over WebSocket: a document is registered by the HTTP
+            # request that ran it.
+            self.persisted.resolve(data)
+        except HTTPException as refused:
+            code = refused.code if isinstance(refused, TransportRefused) else "BAD_USER_INPUT"
+            error = GraphQLError(refused.reason, extensions={"code": code})
+            await self.send_message(
+                {"id": message["id"], "type": "error", "payload": [error.formatted]}
+            )
+            return
+        if data.query is not None and data.query != query:
+            message = {**message, "payload": {**message["payload"], "query": data.query}}
         await super().handle_subscribe(message)
 
     def on_request_accepted(self) -> None:
@@ -253,3 +392,45 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
                     code=IDLE_CLOSE_CODE, reason=f"No subscription for {idle:g} s"
                 )
                 return
+
+
+def _selects(
+    schema: GraphQLSchema, document: DocumentNode, fields: frozenset[tuple[str, str]]
+) -> bool:
+    """Whether the document selects any of ``fields`` ((type, field) pairs), anywhere: in
+    another operation or an unused fragment too (it errs towards resolving per viewer)."""
+    info = TypeInfo(schema)
+    found = False
+
+    class Finder(Visitor):
+        def enter_field(self, node: FieldNode, *_: Any) -> None:
+            nonlocal found
+            parent = info.get_parent_type()
+            if parent is not None and (parent.name, node.name.value) in fields:
+                found = True
+
+    visit(document, TypeInfoVisitor(info, Finder()))
+    return found
+
+
+def _product_of(
+    schema: GraphQLSchema, document: DocumentNode, operation_name: str | None, variables: object
+) -> str:
+    """The product a subscription watches: its root field's productId (the resolver
+    validates it; the budget only needs a name to charge)."""
+    operation = select_operation(document, operation_name)
+    root = schema.subscription_type
+    given = variables if isinstance(variables, dict) else {}
+    coerced = get_variable_values(schema, operation.variable_definitions or (), given)
+    if root is None or isinstance(coerced, list):
+        return ""
+    for selection in operation.selection_set.selections:
+        if isinstance(selection, FieldNode) and selection.name.value in root.fields:
+            try:
+                arguments = get_argument_values(
+                    root.fields[selection.name.value], selection, coerced
+                )
+            except GraphQLError:
+                return ""
+            return str(arguments.get("productId", ""))
+    return ""

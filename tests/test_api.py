@@ -865,3 +865,28 @@ async def test_a_filtered_page_asked_again_takes_one_storage_round(
     assert again["totalCount"] == first["totalCount"] == sum(1 for n in range(30) if n % 4 != 3)
     # The page (5), the item past it, and one past the page from each other partition.
     assert again["plan"]["itemsRead"] == 6 + 2
+
+
+async def test_answers_are_bounded_in_bytes(table: TableRef) -> None:
+    # Thirty aliases of a product with a long id: within every other limit, but more bytes
+    # than MAX_RESPONSE_BYTES allows.
+    long_id = "sku-" + "x" * 60
+    many = " ".join(f'a{n}: product(productId: "{long_id}") {{ productId }}' for n in range(30))
+    async with running_api(table.client, table.name, max_response_bytes=1024) as small:
+        one = await small.data(f'{{ product(productId: "{long_id}") {{ productId }} }}')
+        assert one["product"]["productId"] == long_id
+        response = await small.http.post("/graphql", json={"query": f"{{ {many} }}"})
+        assert response.status_code == 200
+        assert response.headers["cache-control"] == "no-store"
+        body = response.json()
+        assert body["data"] is None
+        (error,) = body["errors"]
+        assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+        assert error["extensions"]["maxBytes"] == 1024
+        assert error["extensions"]["bytes"] > 1024
+        assert "at most 1024 are allowed (MAX_RESPONSE_BYTES)" in error["message"]
+        assert len(response.content) < 1024
+        # Over GET, the refusal is kept by no cache either.
+        got = await small.http.get("/graphql", params={"query": f"{{ {many} }}"})
+        assert got.json()["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+        assert got.headers["cache-control"] == "no-store"

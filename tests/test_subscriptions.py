@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack, ExitStack
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from websockets.exceptions import ConnectionClosed
 
@@ -18,6 +19,7 @@ from reliability.live import LiveServer, live_server
 from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
+from server.persisted import sha256_hex
 from storage.client import ClientSettings, open_client
 from storage.table import create_table
 from tests.api_helpers import SECRET
@@ -60,11 +62,19 @@ async def _streamed_table(endpoint_url: str) -> str:
     return name
 
 
+# The documents server D trusts (its TRUSTED_DOCUMENTS manifest).
+TRUSTED = 'subscription { commentEvents(productId: "p") { kind } }'
+
+
 @pytest.fixture(scope="module")
-def servers(engine: LocalEngine) -> Iterator[dict[str, LiveServer]]:
+def servers(
+    engine: LocalEngine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, LiveServer]]:
     """A: where clients subscribe; B: where writes go; C: small limits; D: live updates
-    off. All on one table with its stream."""
+    off, trusted documents only. All on one table with its stream."""
     table = asyncio.run(_streamed_table(engine.endpoint_url))
+    manifest = tmp_path_factory.mktemp("trusted") / "manifest.json"
+    manifest.write_bytes(orjson.dumps({sha256_hex(TRUSTED): TRUSTED}))
     roles: dict[str, dict[str, str]] = {
         "A": {},
         "B": {},
@@ -76,8 +86,12 @@ def servers(engine: LocalEngine) -> Iterator[dict[str, LiveServer]]:
             "MAX_QUERY_COST": "3",
             "MAX_WEBSOCKETS": "3",
             "MAX_CONNECTIONS": "2",
+            "SUBSCRIPTION_EVENT_COST": "1",
+            "SUBSCRIPTION_CONNECTION_COST": "3",
+            "SUBSCRIPTION_PRODUCT_COST": "3",
+            "MAX_RESPONSE_BYTES": "1024",
         },
-        "D": {"LIVE_UPDATES": "false"},
+        "D": {"LIVE_UPDATES": "false", "TRUSTED_DOCUMENTS": str(manifest)},
     }
     # The default poll: DynamoDB Local answers GetRecords slowly enough that four servers
     # polling every 50 ms slow each other's start-up threefold.
@@ -375,3 +389,193 @@ async def test_a_token_in_the_upgrade_header_is_not_an_identity(
         assert event["commentId"] == made
         # A moderator would see the author's subject; this connection is anonymous.
         assert event["comment"]["authorSubject"] is None
+
+
+# One storage call per event (the product's counters), and none of the viewer's own.
+SHARED = """subscription($pid: ID!) {
+  commentEvents(productId: $pid) { kind commentId comment { product { stats { total } } } }
+}"""
+# The viewer's own vote: resolved per viewer.
+PER_VIEWER = """subscription($pid: ID!) {
+  commentEvents(productId: $pid) { kind commentId comment { viewerVote } }
+}"""
+
+
+async def _work(http: httpx.AsyncClient, server: LiveServer) -> tuple[float, float]:
+    """Events resolved and the storage calls they made, so far, in the server's process."""
+    scraped = parse_scrape((await http.get(f"{server.base_url}/metrics")).text)
+    return (
+        sample(scraped, "comments_subscription_resolutions_total"),
+        sample(scraped, "comments_subscription_storage_calls_total"),
+    )
+
+
+async def _until(client: Subscriber, op_id: str, comment_id: str, seconds: float) -> None:
+    """Skip the operation's events until that comment's."""
+    async with asyncio.timeout(seconds):
+        while True:
+            message = await client.next(op_id, seconds=seconds)
+            assert message["type"] == "next", message
+            if message["payload"]["data"]["commentEvents"]["commentId"] == comment_id:
+                return
+
+
+async def _one_event(
+    http: httpx.AsyncClient,
+    servers: dict[str, LiveServer],
+    clients: list[Subscriber],
+    pid: str,
+) -> tuple[float, float]:
+    """The work one write makes in server A for these subscribers (op "s" on each):
+    probes until every subscription is live, then one comment, counted."""
+    a, b = servers["A"], servers["B"]
+    for _ in range(5):
+        probe = await _create(http, b, pid, 5, "de", "probe")
+        try:
+            for client in clients:
+                await _until(client, "s", probe, seconds=3)
+        except TimeoutError:
+            continue
+        break
+    else:
+        raise AssertionError("the subscriptions never received an event")
+    before = await _work(http, a)
+    counted = await _create(http, b, pid, 4, "en", "counted")
+    for client in clients:
+        await _until(client, "s", counted, seconds=10)
+    after = await _work(http, a)
+    return after[0] - before[0], after[1] - before[1]
+
+
+async def test_subscribers_sharing_a_document_cost_one_resolution_per_event(
+    servers: dict[str, LiveServer], http: httpx.AsyncClient
+) -> None:
+    url = servers["A"].graphql_url
+    pid = f"share-{uuid.uuid4().hex[:8]}"
+    async with subscriber(url) as alone:
+        await alone.subscribe("s", SHARED, {"pid": pid})
+        resolved, calls = await _one_event(http, servers, [alone], pid)
+    assert resolved == 1
+    assert calls >= 1  # the document reads storage: sharing it is worth something
+    # Twelve subscribers of the same document, anonymous and signed in (it selects nothing
+    # of the viewer's own): the work of one.
+    tokens = [None] * 10 + [AUTHOR, VOTER]
+    async with AsyncExitStack() as stack:
+        many = []
+        for token in tokens:
+            authorization = None if token is None else f"Bearer {token}"
+            client = await stack.enter_async_context(subscriber(url, authorization=authorization))
+            await client.subscribe("s", SHARED, {"pid": pid})
+            many.append(client)
+        assert await _one_event(http, servers, many, pid) == (resolved, calls)
+    # A field of the viewer's own is resolved per viewer: anonymous viewers share one
+    # resolution, and each token one of its own.
+    async with AsyncExitStack() as stack:
+        viewers = []
+        for token in [None, None, VOTER, VOTER, MODERATOR]:
+            authorization = None if token is None else f"Bearer {token}"
+            client = await stack.enter_async_context(subscriber(url, authorization=authorization))
+            await client.subscribe("s", PER_VIEWER, {"pid": pid})
+            viewers.append(client)
+        per_viewer, _ = await _one_event(http, servers, viewers, pid)
+    assert per_viewer == 3 * resolved
+
+
+async def _refused(client: Subscriber, op_id: str) -> dict[str, Any]:
+    message = await client.next(op_id)
+    assert message["type"] == "error", message
+    error: dict[str, Any] = message["payload"][0]
+    return error
+
+
+async def test_budgets_of_events_connections_and_products(
+    servers: dict[str, LiveServer],
+) -> None:
+    c = servers["C"]  # one storage call per event, 3 points per connection and product
+    pid = f"budget-{uuid.uuid4().hex[:8]}"
+    stats = "subscription($pid: ID!) { commentEvents(productId: $pid) { %s } }"
+    one_call = stats % "comment { product { stats { total } } }"  # 2 points
+    two_calls = stats % "comment { p: product { stats { total } } q: product { stats { total } } }"
+    listing = stats % "comment { product { comments(first: 1) { totalCount } } }"
+    async with subscriber(c.graphql_url) as first:
+        await first.subscribe("listing", listing, {"pid": pid})
+        error = await _refused(first, "listing")
+        assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+        assert "Product.comments" in error["message"]
+        await first.subscribe("two", two_calls, {"pid": pid})
+        error = await _refused(first, "two")
+        assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+        assert "at most 1 are allowed" in error["message"]
+        await first.subscribe("one", one_call, {"pid": pid})
+        # A second document of 2 points: the connection would hold 4 of its 3.
+        other = stats % "comment { product { other: stats { total } } }"
+        await first.subscribe("other", other, {"pid": pid})
+        error = await _refused(first, "other")
+        assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+        assert "This connection's subscriptions would cost 4 points" in error["message"]
+        async with subscriber(c.graphql_url) as second:
+            # Another connection's different document: the product would cost 4 of its 3.
+            await second.subscribe("other", other, {"pid": pid})
+            error = await _refused(second, "other")
+            assert error["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
+            assert "this product would cost 4 points" in error["message"]
+            # The same document as the first connection's joins its resolution: accepted.
+            await second.subscribe("same", one_call, {"pid": pid})
+            with pytest.raises(TimeoutError):
+                await second.next("same", seconds=1)
+
+
+async def test_an_event_over_the_response_bytes_ends_its_subscription(
+    servers: dict[str, LiveServer], http: httpx.AsyncClient
+) -> None:
+    c = servers["C"]  # MAX_RESPONSE_BYTES=1024
+    pid = f"bytes-{uuid.uuid4().hex[:8]}"
+    query = """subscription($pid: ID!) {
+      commentEvents(productId: $pid) { commentId comment { body } } }"""
+    async with subscriber(c.graphql_url) as client:
+        await client.subscribe("s", query, {"pid": pid})
+        small = ""
+        for _ in range(5):  # until the subscription is live
+            small = await _create(http, servers["B"], pid, 3, "en", "small")
+            try:
+                message = await client.next("s", seconds=3)
+            except TimeoutError:
+                continue
+            break
+        else:
+            raise AssertionError("the subscription never received an event")
+        assert message["payload"]["data"]["commentEvents"]["commentId"] == small
+        await _create(http, servers["B"], pid, 3, "en", "x" * 2000)
+        ended = await client.next("s")
+        assert ended["type"] == "next"
+        error = ended["payload"]["errors"][0]
+        assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+        assert "at most 1024 are allowed (MAX_RESPONSE_BYTES)" in error["message"]
+        assert (await client.next("s"))["type"] == "complete"
+
+
+async def test_trusted_documents_hold_over_websocket(servers: dict[str, LiveServer]) -> None:
+    d = servers["D"]  # TRUSTED_DOCUMENTS: only TRUSTED runs (and live updates are off)
+    other = 'subscription { commentEvents(productId: "p") { kind commentId } }'
+    async with httpx.AsyncClient() as http:
+        over_http = await http.post(d.graphql_url, json={"query": "{ __typename }"})
+    assert over_http.status_code == 403
+    async with subscriber(d.graphql_url) as client:
+        await client.subscribe("other", other)
+        error = await _refused(client, "other")
+        assert error["extensions"]["code"] == "FORBIDDEN"
+        # The trusted document passes the policy (and meets live updates being off).
+        await client.subscribe("trusted", TRUSTED)
+        error = await _refused(client, "trusted")
+        assert error["extensions"]["code"] == "LIVE_UPDATES_UNAVAILABLE"
+        # So does its hash alone, as a persisted query.
+        persisted = {"version": 1, "sha256Hash": sha256_hex(TRUSTED)}
+        await client.send(
+            {
+                "id": "hash",
+                "type": "subscribe",
+                "payload": {"extensions": {"persistedQuery": persisted}},
+            }
+        )
+        error = await _refused(client, "hash")
+        assert error["extensions"]["code"] == "LIVE_UPDATES_UNAVAILABLE"

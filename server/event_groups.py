@@ -1,0 +1,285 @@
+"""Subscriptions that share one resolution per event, and the budgets of live updates.
+
+A write to a product reaches every subscription on it. Resolved one by one, its cost would
+be (subscriptions) x (each document's cost per event), and one client opening many
+sockets could make every write as costly as it likes. So subscriptions are grouped: those
+with the same document, operation and variables, seen the same way, are one *group*, whose
+operation runs once; each event is resolved once and the result handed to every member.
+"Seen the same way": a document that selects no field of the viewer's own
+(``VIEWER_FIELDS``) is resolved as an anonymous viewer would see it, for every member,
+signed in or not; one that does is grouped per token. A field missing from that list
+would be shown as anonymous viewers see it, never as another viewer does.
+
+Budgets, in points (the storage calls one event may make, as schema.cost estimates the
+document, plus one for resolving it at all), charged once when a subscription starts and
+given back when it ends:
+
+- per subscription and per connection: the handler's (server.subscriptions);
+- per product: the points of the distinct groups on one product, which bound the work one
+  write to it makes in this process, however many subscribe (``product_cost``);
+- per process: the points of all its groups (``process_cost``);
+- and the count of subscriptions the process holds (``max_members``).
+
+Past the last three a subscription is refused with TOO_MANY_SUBSCRIPTIONS (retry later).
+
+Buffers: a group holds no events (it hands each result out as it comes); each member
+holds at most ``queue_size`` results, references to the group's one copy, each at most
+``max_bytes`` of JSON (a larger event ends the group with QUERY_TOO_COMPLEX). A member
+that falls that far behind is ended with TOO_SLOW, alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import orjson
+from graphql import GraphQLError
+from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
+
+log = logging.getLogger("comments.subscriptions")
+
+# Fields whose value depends on who asks (type, field): a document selecting one is
+# resolved per viewer (per token), any other as an anonymous viewer sees it.
+VIEWER_FIELDS = frozenset(
+    {
+        ("Comment", "viewerVote"),
+        ("Comment", "moderation"),
+        ("Comment", "moderationNote"),
+        ("Comment", "authorSubject"),
+    }
+)
+
+Start = Callable[[], Awaitable[AsyncGenerator[ExecutionResult, None]]]
+
+
+class Refused(Exception):
+    """A subscription the process will not take now; ``code`` is its contract code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def error(self) -> GraphQLError:
+        return GraphQLError(str(self), extensions={"code": self.code})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """What makes two subscriptions one: the same operation, the same variables (as
+    canonical JSON), seen by the same viewer (None: as anonymous viewers see it)."""
+
+    query: str
+    operation_name: str | None
+    variables: bytes
+    viewer: str | None
+
+    @classmethod
+    def of(
+        cls,
+        query: str,
+        operation_name: str | None,
+        variables: object,
+        viewer: str | None,
+    ) -> GroupKey:
+        canonical = orjson.dumps(variables or {}, option=orjson.OPT_SORT_KEYS)
+        return cls(query, operation_name, canonical, viewer)
+
+
+def _ended(code: str, message: str) -> ExecutionResult:
+    return ExecutionResult(data=None, errors=[GraphQLError(message, extensions={"code": code})])
+
+
+def result_bytes(result: ExecutionResult) -> int:
+    """The size of a result as JSON, near enough to what the protocol sends."""
+    errors = [e.formatted for e in result.errors or ()]
+    return len(orjson.dumps({"data": result.data, "errors": errors}, default=str))
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    """One subscription of a group: the results handed to it, until it ends."""
+
+    group: Group
+    queue_size: int
+    _queue: deque[ExecutionResult] = field(default_factory=deque)
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _finished: bool = False
+
+    def put(self, result: ExecutionResult) -> None:
+        if self._finished:
+            return
+        if len(self._queue) >= self.queue_size:
+            self._queue.clear()
+            self._queue.append(
+                _ended(
+                    "TOO_SLOW",
+                    f"More than {self.queue_size} events waited for this subscriber; "
+                    "subscribe again and reload the page's comments.",
+                )
+            )
+            self.finish()
+            return
+        self._queue.append(result)
+        self._ready.set()
+
+    def finish(self) -> None:
+        self._finished = True
+        self._ready.set()
+
+    async def results(self) -> AsyncIterator[ExecutionResult]:
+        while True:
+            if self._queue:
+                yield self._queue.popleft()
+                continue
+            if self._finished:
+                return
+            self._ready.clear()
+            await self._ready.wait()
+
+
+@dataclass(eq=False, slots=True)
+class Group:
+    key: GroupKey
+    product_id: str
+    points: int
+    members: set[Member] = field(default_factory=set)
+    task: asyncio.Task[None] | None = None
+    # Resolutions run (events resolved once for all members); tests read it.
+    resolved: int = 0
+
+
+@dataclass(slots=True)
+class EventGroups:
+    """The groups of one process (see the module doc)."""
+
+    product_cost: int
+    process_cost: int
+    max_members: int
+    queue_size: int
+    max_bytes: int
+    _groups: dict[GroupKey, Group] = field(default_factory=dict, init=False)
+    _product_points: dict[str, int] = field(default_factory=dict, init=False)
+    # Points of all groups, and subscriptions held, now.
+    points: int = field(default=0, init=False)
+    members: int = field(default=0, init=False)
+
+    @property
+    def groups(self) -> int:
+        return len(self._groups)
+
+    def group_of(self, key: GroupKey) -> Group | None:
+        return self._groups.get(key)
+
+    def join(self, key: GroupKey, product_id: str, points: int, start: Start) -> Member:
+        """A member of the group of ``key``, made (and started with ``start``) if there is
+        none. Raises Refused over a budget of the product or the process."""
+        if self.members >= self.max_members:
+            raise Refused(
+                "TOO_MANY_SUBSCRIPTIONS",
+                "This server holds as many subscriptions as it may; retry later.",
+            )
+        group = self._groups.get(key)
+        if group is None:
+            on_product = self._product_points.get(product_id, 0)
+            if on_product + points > self.product_cost:
+                raise Refused(
+                    "TOO_MANY_SUBSCRIPTIONS",
+                    f"Live updates of this product would cost {on_product + points} points "
+                    f"per event in this server; at most {self.product_cost} are allowed. "
+                    "Subscribe with the same document as other viewers of the page, or "
+                    "retry later.",
+                )
+            if self.points + points > self.process_cost:
+                raise Refused(
+                    "TOO_MANY_SUBSCRIPTIONS",
+                    f"This server's live updates would cost {self.points + points} points "
+                    f"per event; at most {self.process_cost} are allowed. Retry later.",
+                )
+            group = Group(key, product_id, points)
+            self._groups[key] = group
+            self._product_points[product_id] = on_product + points
+            self.points += points
+            group.task = asyncio.create_task(self._run(group, start))
+        member = Member(group, self.queue_size)
+        group.members.add(member)
+        self.members += 1
+        return member
+
+    def leave(self, member: Member) -> None:
+        """The member's subscription ended (completed, its client left, or it was ended)."""
+        group = member.group
+        if member not in group.members:
+            return
+        group.members.discard(member)
+        self.members -= 1
+        member.finish()
+        if not group.members:
+            self._dissolve(group)
+            if group.task is not None:
+                group.task.cancel()
+
+    def _dissolve(self, group: Group) -> None:
+        """Take the group out: nobody joins it any more, and its points are given back."""
+        if self._groups.get(group.key) is not group:
+            return
+        del self._groups[group.key]
+        left = self._product_points[group.product_id] - group.points
+        if left:
+            self._product_points[group.product_id] = left
+        else:
+            del self._product_points[group.product_id]
+        self.points -= group.points
+
+    async def _run(self, group: Group, start: Start) -> None:
+        try:
+            results = await start()
+            try:
+                async for result in results:
+                    if not self._hand_out(group, result):
+                        break
+            finally:
+                await results.aclose()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("a shared subscription failed")
+            self._dissolve(group)
+            self._broadcast(
+                group, _ended("INTERNAL_SERVER_ERROR", "The subscription failed; subscribe again.")
+            )
+        finally:
+            self._dissolve(group)
+            for member in list(group.members):
+                member.finish()
+
+    def _hand_out(self, group: Group, result: ExecutionResult) -> bool:
+        """Give one result to every member; False once the group ends with it."""
+        group.resolved += 1
+        ending = isinstance(result, PreExecutionError) or (
+            result.data is None and bool(result.errors)
+        )
+        if not ending:
+            size = result_bytes(result)
+            if size > self.max_bytes:
+                result = _ended(
+                    "QUERY_TOO_COMPLEX",
+                    f"An event of this subscription was {size} bytes; at most "
+                    f"{self.max_bytes} are allowed (MAX_RESPONSE_BYTES). Select fewer "
+                    "fields.",
+                )
+                ending = True
+        if ending:
+            # Nobody joins a group that is ending: a newcomer starts a group of its own.
+            self._dissolve(group)
+        self._broadcast(group, result)
+        return not ending
+
+    @staticmethod
+    def _broadcast(group: Group, result: ExecutionResult) -> None:
+        for member in list(group.members):
+            member.put(result)

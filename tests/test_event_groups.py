@@ -1,0 +1,227 @@
+"""Shared resolutions of subscription events: one per group, budgets charged once per
+group and given back exactly, slow members ended alone."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncGenerator
+
+import pytest
+from graphql import GraphQLError
+from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
+
+from server.event_groups import EventGroups, GroupKey, Member, Refused
+
+
+def _groups(**overrides: int) -> EventGroups:
+    options = {
+        "product_cost": 10,
+        "process_cost": 15,
+        "max_members": 1000,
+        "queue_size": 5,
+        "max_bytes": 10_000,
+        **overrides,
+    }
+    return EventGroups(**options)
+
+
+class Source:
+    """A group's execution, fed by the test: every result put is one resolution."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[ExecutionResult | None] = asyncio.Queue()
+        self.started = 0
+        self.closed = 0
+
+    async def start(self) -> AsyncGenerator[ExecutionResult, None]:
+        self.started += 1
+        return self._results()
+
+    async def _results(self) -> AsyncGenerator[ExecutionResult, None]:
+        try:
+            while (result := await self.queue.get()) is not None:
+                yield result
+        finally:
+            self.closed += 1
+
+
+def key(name: str, product: str = "p") -> GroupKey:
+    return GroupKey.of(f"subscription {name}", None, {"pid": product}, None)
+
+
+async def take(member: Member, n: int) -> list[ExecutionResult]:
+    taken: list[ExecutionResult] = []
+    async with asyncio.timeout(5):
+        async for result in member.results():
+            taken.append(result)
+            if len(taken) == n:
+                break
+    return taken
+
+
+async def test_members_of_a_group_share_each_resolution() -> None:
+    groups = _groups()
+    source = Source()
+    members = [groups.join(key("a"), "p", 2, source.start) for _ in range(50)]
+    assert (groups.groups, groups.members, groups.points) == (1, 50, 2)
+    event = ExecutionResult(data={"commentEvents": {"kind": "PUBLISHED"}}, errors=None)
+    await source.queue.put(event)
+    for member in members:
+        assert await take(member, 1) == [event]
+    assert source.started == 1
+    group = members[0].group
+    assert group.resolved == 1
+    for member in members:
+        groups.leave(member)
+    await asyncio.sleep(0)
+    assert (groups.groups, groups.members, groups.points) == (0, 0, 0)
+    assert source.closed == 1
+
+
+async def test_budgets_count_distinct_groups_and_are_given_back() -> None:
+    groups = _groups(product_cost=4, process_cost=6)
+    sources = [Source() for _ in range(4)]
+    first = groups.join(key("a"), "p", 2, sources[0].start)
+    second = groups.join(key("b"), "p", 2, sources[1].start)
+    # The product holds 4 of its 4 points: another document is refused, the same is not.
+    with pytest.raises(Refused) as refused:
+        groups.join(key("c"), "p", 1, sources[2].start)
+    assert refused.value.code == "TOO_MANY_SUBSCRIPTIONS"
+    same = groups.join(key("a"), "p", 2, sources[2].start)
+    assert same.group is first.group
+    # Another product has its own budget, within the process's 6.
+    elsewhere = groups.join(key("a", "q"), "q", 2, sources[3].start)
+    assert elsewhere.group is not first.group
+    assert groups.points == 6
+    with pytest.raises(Refused) as refused:
+        groups.join(key("d", "r"), "r", 1, sources[3].start)
+    assert "at most 6 are allowed" in str(refused.value)
+    for member in (first, second, same, elsewhere):
+        groups.leave(member)
+    assert (groups.groups, groups.members, groups.points) == (0, 0, 0)
+    # All given back: the refused ones fit now.
+    groups.leave(groups.join(key("c"), "p", 4, Source().start))
+
+
+async def test_a_slow_member_is_ended_alone() -> None:
+    groups = _groups(queue_size=2)
+    source = Source()
+    slow = groups.join(key("a"), "p", 1, source.start)
+    quick = groups.join(key("a"), "p", 1, source.start)
+    events = [ExecutionResult(data={"n": n}, errors=None) for n in range(4)]
+    for event in events:
+        await source.queue.put(event)
+        assert await take(quick, 1) == [event]
+    # The slow one took nothing: two waited, the third ended it (what waited is dropped).
+    (ended,) = await take(slow, 2)
+    assert ended.errors is not None
+    assert ended.errors[0].extensions == {"code": "TOO_SLOW"}
+    await source.queue.put(ExecutionResult(data={"n": 9}, errors=None))
+    assert (await take(quick, 1))[0].data == {"n": 9}
+    groups.leave(slow)
+    groups.leave(quick)
+
+
+async def test_an_ending_result_dissolves_the_group_at_once() -> None:
+    groups = _groups()
+    source = Source()
+    member = groups.join(key("a"), "p", 1, source.start)
+    await source.queue.put(
+        ExecutionResult(data=None, errors=[GraphQLError("x", extensions={"code": "TOO_SLOW"})])
+    )
+    (ended,) = await take(member, 1)
+    assert ended.errors is not None
+    # Nobody joins a group that has ended: a newcomer gets a resolution of its own.
+    newcomer_source = Source()
+    newcomer = groups.join(key("a"), "p", 1, newcomer_source.start)
+    assert newcomer.group is not member.group
+    await asyncio.sleep(0)
+    assert newcomer_source.started == 1
+    groups.leave(member)
+    groups.leave(newcomer)
+    assert groups.points == 0
+
+
+async def test_a_refusal_at_the_start_reaches_every_member() -> None:
+    groups = _groups()
+    source = Source()
+    members = [groups.join(key("a"), "p", 1, source.start) for _ in range(3)]
+    refusal = PreExecutionError(
+        data=None, errors=[GraphQLError("no", extensions={"code": "LIVE_UPDATES_UNAVAILABLE"})]
+    )
+    await source.queue.put(refusal)
+    for member in members:
+        assert await take(member, 1) == [refusal]
+    assert groups.groups == 0
+
+
+async def test_an_event_over_the_byte_limit_ends_the_group() -> None:
+    groups = _groups(max_bytes=100)
+    source = Source()
+    member = groups.join(key("a"), "p", 1, source.start)
+    await source.queue.put(ExecutionResult(data={"body": "x" * 200}, errors=None))
+    (ended,) = await take(member, 1)
+    assert ended.errors is not None
+    assert ended.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
+    assert "at most 100 are allowed" in ended.errors[0].message
+    groups.leave(member)
+
+
+async def test_racing_joins_and_leaves_keep_the_books_exact() -> None:
+    """Many subscribers joining and leaving at random over a few documents and products,
+    with events flowing: the budgets are never exceeded, every member present when a
+    result is handed out receives it, and once all have left nothing is held."""
+    rng = random.Random(11)
+    groups = _groups(product_cost=6, process_cost=10)
+    sources: dict[GroupKey, Source] = {}
+    feeding: list[asyncio.Task[None]] = []
+
+    def check() -> None:
+        assert groups.points <= 10
+        for product in "pq":
+            on_product = sum(
+                g.points
+                for k in sources
+                if (g := groups.group_of(k)) is not None and g.product_id == product
+            )
+            assert on_product <= 6
+
+    async def subscriber(n: int) -> None:
+        await asyncio.sleep(rng.random() / 100)
+        name, product = rng.choice("abcd"), rng.choice("pq")
+        group_key = GroupKey.of(name, None, {"pid": product}, None)
+        source = sources.setdefault(group_key, Source())
+        try:
+            member = groups.join(group_key, product, rng.choice([1, 2, 3]), source.start)
+        except Refused:
+            check()
+            return
+        check()
+        received = 0
+        try:
+            async with asyncio.timeout(rng.random() / 20):
+                async for _ in member.results():
+                    received += 1
+        except TimeoutError:
+            pass
+        finally:
+            groups.leave(member)
+            check()
+
+    async def feed() -> None:
+        for _ in range(50):
+            await asyncio.sleep(0.001)
+            for source in list(sources.values()):
+                source.queue.put_nowait(ExecutionResult(data={"e": 1}, errors=None))
+
+    feeding.append(asyncio.create_task(feed()))
+    async with asyncio.TaskGroup() as tasks:
+        for n in range(300):
+            tasks.create_task(subscriber(n))
+    await feeding[0]
+    await asyncio.sleep(0.01)
+    assert (groups.groups, groups.members, groups.points) == (0, 0, 0)
+    # Every execution started was closed when its group ended.
+    assert sum(s.started for s in sources.values()) == sum(s.closed for s in sources.values())
