@@ -6,7 +6,8 @@ when it is opened, and one of its token holder's (``MAX_WEBSOCKETS_PER_TOKEN``, 
 token's subject, so that fresh tokens of one holder share them) when connection_init brings
 a token. Past either of the first two the socket is accepted and closed at once with 1013
 (try again later); past the third, with 4029 and a reason. ``graphql-ws`` retries both with
-its back-off (it gives up only on the protocol's own 44xx codes and 1xxx errors).
+its back-off: it gives up at once only on the protocol's fatal codes (4400, 4401, 4406,
+4409, 4429, 4500) and on 1xxx errors other than the passing ones (1013 among those).
 
 The counts per address and per holder keep an entry only while it is above zero, so they
 never hold more entries than there are sockets open (``MAX_WEBSOCKETS``), each a short key.
