@@ -242,7 +242,12 @@ def main(argv: list[str] | None = None) -> int:
                 await create_table(client, TABLE)
 
         asyncio.run(make())
-        env = {"STREAM_POLL_SECONDS": str(args.poll), "SUBSCRIPTION_IDLE_SECONDS": "3600"}
+        env = {
+            "STREAM_POLL_SECONDS": str(args.poll),
+            "SUBSCRIPTION_IDLE_SECONDS": "3600",
+            # The idle connections all come from this one client (and the delay's one).
+            "MAX_WEBSOCKETS_PER_ADDRESS": str(args.idle + 1),
+        }
         with (
             live_server(engine.endpoint_url, TABLE, secret, log=None, **env) as a,
             live_server(engine.endpoint_url, TABLE, secret, log=None, **env) as b,

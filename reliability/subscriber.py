@@ -105,16 +105,21 @@ async def subscriber(
     init: bool = True,
     payload: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
+    source: str | None = None,
 ) -> AsyncIterator[Subscriber]:
     """A connection to ``url`` (http:// or ws://), initialised with ``authorization`` in
     connection_init's payload (or ``payload`` as given) unless ``init`` is False; ``headers``
-    go with the upgrade request."""
+    go with the upgrade request; ``source`` is the local address to connect from (another
+    loopback address, 127.0.0.2, is another client to a server on 127.0.0.1)."""
     ws_url = "ws" + url.removeprefix("http") if url.startswith("http") else url
+    # Passed on to the event loop's create_connection.
+    options: dict[str, Any] = {} if source is None else {"local_addr": (source, 0)}
     async with connect(
         ws_url,
         subprotocols=[PROTOCOL],  # type: ignore[list-item]
         max_size=None,
         additional_headers=headers,
+        **options,
     ) as socket:
         client = Subscriber(socket)
         if init:

@@ -20,6 +20,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData, process_result
 from strawberry.http.base import BaseRequestProtocol
 from strawberry.http.parse_content_type import parse_content_type
@@ -30,10 +31,12 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
+from resolvers.auth import authenticate
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from schema.caches import DocumentCaches
 from server.event_groups import EventGroups
+from server.forwarded import client_address
 from server.graphiql import ASSET_PATH, GraphiQLPage
 from server.guards import (
     BodyLimit,
@@ -48,6 +51,13 @@ from server.observe import Observed, OperationName, exchange_of
 from server.persisted import PersistedQueries, load_manifest
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
+from server.sockets import (
+    CURRENT,
+    TOKEN_FULL,
+    TOO_MANY_FOR_TOKEN,
+    TRY_AGAIN_LATER,
+    SocketPlaces,
+)
 from server.subscriptions import (
     SubscriptionHandler,
     SubscriptionLimits,
@@ -133,9 +143,14 @@ class GraphQLApp(GraphQL[Context, None]):
             # A page of another origin may open a socket only where CORS lets it read.
             allowed_origins=settings.cors_origins,
         )
-        # WebSocket connections open now, and how many may be (this process).
-        self.sockets = 0
-        self.max_sockets = settings.max_websockets
+        # WebSocket connections open now, and how many may be, in all and per client
+        # (server.sockets), whose address is server.forwarded's.
+        self.places = SocketPlaces(
+            settings.max_websockets,
+            settings.max_websockets_per_address,
+            settings.max_websockets_per_token,
+        )
+        self.trusted_proxies = settings.trusted_proxies
         self.subscription_limits = SubscriptionLimits(
             per_connection=settings.subscriptions_per_connection,
             idle_seconds=settings.subscription_idle_seconds,
@@ -240,22 +255,24 @@ class GraphQLApp(GraphQL[Context, None]):
         return Response(orjson.dumps(body), media_type=JSON)
 
     async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A WebSocket connection, within MAX_WEBSOCKETS: one more is accepted and closed
-        at once with 1013 (try again later), which graphql-ws retries."""
-        if self.sockets >= self.max_sockets:
+        """A WebSocket connection, within its places (server.sockets): one more is accepted
+        and closed at once with 1013 (try again later), which graphql-ws retries."""
+        place = self.places.take(client_address(scope, self.trusted_proxies), send)
+        if isinstance(place, str):
             socket = WebSocket(scope, receive, send)
             offered = scope.get("subprotocols") or ()
             chosen = (
                 GRAPHQL_TRANSPORT_WS_PROTOCOL if GRAPHQL_TRANSPORT_WS_PROTOCOL in offered else None
             )
             await socket.accept(subprotocol=chosen)
-            await socket.close(code=1013, reason="Too many connections; retry later")
+            await socket.close(code=TRY_AGAIN_LATER, reason=place)
             return
-        self.sockets += 1
+        current = CURRENT.set(place)
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, place.forward)
         finally:
-            self.sockets -= 1
+            CURRENT.reset(current)
+            self.places.give_back(place)
 
     def shareable(self, request: Request, *, errors: bool) -> bool:
         """Whether anyone (a browser, a CDN, a proxy) may keep this answer and give it to
@@ -345,7 +362,12 @@ class GraphQLApp(GraphQL[Context, None]):
             raise HTTPException(404, "Not Found")
         # Only to a page asked for by a loopback name: a page under another Host may be a
         # DNS-rebinding attacker's, reaching this loopback server from a victim's browser.
-        loopback = request.url.hostname in LOOPBACK_HOSTS
+        # And only to a client on this machine: a proxy forwards the Host it was sent, and
+        # a page from elsewhere under Host: localhost is someone else's.
+        client = client_address(request.scope, self.trusted_proxies)
+        loopback = (
+            request.url.hostname in LOOPBACK_HOSTS and client is not None and client.is_loopback
+        )
         token = runtime_of(request.app).dev_token if self.ide_token and loopback else None
         return self.ide.render(request.url.path, token)
 
@@ -402,6 +424,13 @@ class GraphQLApp(GraphQL[Context, None]):
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         authorize(context)
+        socket = CURRENT.get()
+        if socket is not None and context.authorization is not None:
+            holder = authenticate(context.authorization, context.tokens).author_id
+            if not self.places.take_for_holder(socket, holder):
+                # Closed here with our code; the handler's own close (4403) is dropped.
+                await socket.close(TOO_MANY_FOR_TOKEN, TOKEN_FULL)
+                raise ConnectionRejectionError()
         unset: UnsetType = UNSET
         return unset
 

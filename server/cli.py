@@ -425,6 +425,10 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+# Seconds between the server's pings on a WebSocket (uvicorn's default, said here).
+WS_PING_SECONDS = 20.0
+
+
 def head_limits(settings: Settings) -> HeadLimits:
     """The limits on a request head that the HTTP protocol enforces (server.protocol)."""
     return HeadLimits(
@@ -461,6 +465,14 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         **({} if log_config is None else {"log_config": log_config}),
         # A WebSocket message may be as large as a request body, not uvicorn's 16 MiB.
         "ws_max_size": settings.max_body_bytes,
+        # uvicorn's own: a dead connection is found within two intervals, and a proxy in
+        # front (deploy/nginx.conf) sees traffic on an idle socket within one.
+        "ws_ping_interval": WS_PING_SECONDS,
+        "ws_ping_timeout": WS_PING_SECONDS,
+        # The client's address in scope["client"] (and the access log) by the rule the app
+        # applies itself (server.forwarded), from the same setting.
+        "proxy_headers": True,
+        "forwarded_allow_ips": settings.trusted_proxies.uvicorn(),
     }
 
 

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from resolvers.auth import DEFAULT_MAX_LIFETIME
 from schema import SchemaOptions
 from server.demo import DEMO_PRODUCTS
+from server.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.http_cache import CachePolicy
 from server.logs import LogFormat
 from server.metrics import DEFAULT_MAX_OPERATIONS
@@ -170,6 +171,17 @@ class Settings(StorageSettings, TokenSettings):
     # WebSocket connections (subscriptions) a process holds beyond those; one more is closed
     # with 1013 at once. They have places of their own, so sockets never starve HTTP.
     max_websockets: int = Field(default=1000, ge=1)
+    # Of those, what one client address may hold (closed with 1013 past it), and one token's
+    # holder (its subject; closed with 4029 at connection_init past it): no client takes
+    # every place. Per process, as MAX_WEBSOCKETS; a proxy in front caps addresses overall.
+    max_websockets_per_address: int = Field(default=50, ge=1)
+    max_websockets_per_token: int = Field(default=10, ge=1)
+    # Peers whose X-Forwarded-For (or Forwarded) names the client: addresses or networks,
+    # comma-separated, or * for every peer (uvicorn's setting, which it reads too). The
+    # default trusts a proxy on this machine only.
+    forwarded_allow_ips: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(LOOPBACK_PROXIES)
+    )
     # Points a request may cost (storage queries it could run, see schema.cost).
     max_query_cost: int = Field(default=_SCHEMA.max_cost, ge=1)
     max_response_nodes: int = Field(default=_SCHEMA.max_nodes, ge=1)  # objects a response may hold
@@ -267,7 +279,7 @@ class Settings(StorageSettings, TokenSettings):
     # Traces over OTLP (http/protobuf) to this collector; unset or empty: no tracing.
     otel_exporter_otlp_endpoint: str | None = None
 
-    @field_validator("cors_origins", "cors_allow_headers", mode="before")
+    @field_validator("cors_origins", "cors_allow_headers", "forwarded_allow_ips", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):
@@ -282,6 +294,17 @@ class Settings(StorageSettings, TokenSettings):
             if not _HEADER_NAME.fullmatch(name):
                 raise ValueError("CORS_ALLOW_HEADERS must be header names, comma-separated")
         return names
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        try:
+            TrustedProxies.parse(value)
+        except ValueError:
+            raise ValueError(
+                "FORWARDED_ALLOW_IPS must be IP addresses or networks, comma-separated, or *"
+            ) from None
+        return value
 
     @model_validator(mode="after")
     def _production_needs(self) -> Self:
@@ -342,6 +365,10 @@ class Settings(StorageSettings, TokenSettings):
     def request_lines(self) -> bool:
         """One JSON line per request, which replaces uvicorn's access line."""
         return self.log_format == "json" and self.access_log
+
+    @property
+    def trusted_proxies(self) -> TrustedProxies:
+        return TrustedProxies.parse(self.forwarded_allow_ips)
 
     @property
     def cache_policy(self) -> CachePolicy:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import httpx
 import pytest
 from starlette.types import Message
 
@@ -190,6 +191,45 @@ async def test_a_page_asked_for_under_another_host_name_gets_no_token(dev: Api, 
             "http://127.0.0.1:8000/graphql", headers={"accept": "text/html", "host": name}
         )
         assert "Bearer" in trusted.text, name
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded", "token"),
+    [
+        (("127.0.0.1", 50000), None, True),
+        (("::1", 50000), None, True),
+        # Host: localhost from elsewhere (a tunnel, a port forwarded to the world).
+        (("10.1.2.3", 50000), None, False),
+        # Through a proxy on this machine (trusted by default) for a client elsewhere.
+        (("127.0.0.1", 50000), "10.1.2.3", False),
+        # A client elsewhere saying it is on loopback is not a trusted proxy.
+        (("10.1.2.3", 50000), "127.0.0.1", False),
+        # Through the proxy for a browser on this machine.
+        (("127.0.0.1", 50000), "127.0.0.1", True),
+    ],
+)
+async def test_the_dev_token_goes_only_to_a_client_on_this_machine(
+    table: TableRef, peer: tuple[str, int], forwarded: str | None, token: bool
+) -> None:
+    settings = Settings(
+        dynamodb_endpoint_url="http://unused.invalid",
+        dynamodb_table=table.name,
+        jwt_secret=SECRET,
+        gc_freeze=False,
+        dev_token=True,
+    )
+    app = create_app(settings, client=table.client)
+    headers = {"accept": "text/html", "host": "localhost:8000"}
+    if forwarded is not None:
+        headers["x-forwarded-for"] = forwarded
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=peer)) as http,
+    ):
+        page = await http.get("http://localhost:8000/graphql", headers=headers)
+    assert page.status_code == 200
+    assert ("Bearer" in page.text) is token
+    assert ("headers" in config_of(page.text)) is token
 
 
 async def test_production_never_puts_a_token_in_the_page(table: TableRef) -> None:

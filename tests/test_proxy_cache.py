@@ -1,10 +1,14 @@
 """deploy/nginx.conf in front of a live server: anonymous persisted-query GETs are kept and
 served from the cache, revalidated with their ETag and refreshed within the API's max-age;
-anything with a token, and every POST, goes to the API and is never kept. nginx is Debian's
-(installed by scripts/setup as root); without it these tests fail, never skip."""
+anything with a token, and every POST, goes to the API and is never kept; subscriptions
+pass through over WebSocket, and the API counts them by the client's address, not nginx's.
+nginx is Debian's (installed by scripts/setup as root); without it these tests fail, never
+skip."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gzip
 import json
 import re
@@ -16,13 +20,17 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from reliability import nginx
 from reliability.live import LiveServer, live_server
 from reliability.nginx import CONFIG, LiveNginx, NginxError, live_nginx, render
+from reliability.subscriber import Closed, Subscriber, subscriber
+from server.cli import WS_PING_SECONDS
 from server.local_engine import LocalEngine
 from server.persisted import sha256_hex
 from server.settings import Settings
+from server.sockets import ADDRESS_FULL
 from tests.api_helpers import SECRET, token
 
 # Short, so that expiry, stale-while-revalidate and revalidation happen within a test.
@@ -48,6 +56,9 @@ ACCEPT = "application/graphql-response+json, application/json;q=0.9"
 SETTINGS = Settings.model_fields
 # Answers served from a kept copy without waiting for the API.
 KEPT = ("HIT", "STALE", "UPDATING")
+EVENTS = """subscription($pid: ID!) { commentEvents(productId: $pid) { kind commentId } }"""
+# WebSocket connections one client address may hold on the API (MAX_WEBSOCKETS_PER_ADDRESS).
+PER_ADDRESS = 2
 
 
 def require_nginx() -> None:
@@ -67,6 +78,7 @@ def server(engine: LocalEngine) -> Iterator[LiveServer]:
         EXPLAIN="false",
         CACHE_MAX_AGE=str(MAX_AGE),
         CACHE_STALE_WHILE_REVALIDATE=str(STALE_WHILE_REVALIDATE),
+        MAX_WEBSOCKETS_PER_ADDRESS=str(PER_ADDRESS),
     ) as running:
         # Registered once (Apollo's link sends the document after a miss, over POST).
         registered = httpx.post(running.graphql_url, json=registration(PAGE))
@@ -206,6 +218,42 @@ def test_the_limits_are_the_servers() -> None:
     # Upstream connections are dropped before the API would close them under a request.
     (idle,) = _directive("keepalive_timeout")
     assert int(idle.removesuffix("s")) < SETTINGS["keep_alive_timeout"].default
+
+
+def _socket_location() -> dict[str, list[str]]:
+    """The directives of the location WebSocket upgrades go to."""
+    text = CONFIG.read_text()
+    found = re.search(r"location = /\.websocket/graphql \{(.*?)\n        \}", text, re.DOTALL)
+    assert found, "no WebSocket location"
+    pairs = re.findall(r"^\s*(\w+)\s+([^;]*);", found.group(1), re.MULTILINE)
+    return {name: value.split() for name, value in pairs}
+
+
+def test_sockets_are_passed_on_and_kept_open_longer_than_the_api_would() -> None:
+    socket = _socket_location()
+    assert socket["proxy_http_version"] == ["1.1"]
+    text = CONFIG.read_text()
+    location = text[text.index("location = /.websocket/graphql") :]
+    for header in (
+        "Upgrade $http_upgrade",
+        'Connection "upgrade"',
+        "X-Forwarded-For $proxy_add_x_forwarded_for",
+    ):
+        assert f"proxy_set_header {header};" in location
+    assert "rewrite ^/graphql$ /.websocket/graphql last;" in text
+    assert socket["proxy_buffering"] == ["off"]
+    assert "proxy_cache" not in socket
+    # nginx cuts a socket quiet for proxy_read_timeout: the API's pings, and its own idle
+    # close of a socket without subscriptions, come first.
+    (read,) = socket["proxy_read_timeout"]
+    seconds = int(read.removesuffix("s"))
+    assert seconds > WS_PING_SECONDS
+    assert seconds > SETTINGS["subscription_idle_seconds"].default
+    # The cap per client address is the API's default one.
+    assert socket["limit_conn"] == [
+        "websockets",
+        str(SETTINGS["max_websockets_per_address"].default),
+    ]
 
 
 def test_nginx_is_installed() -> None:
@@ -378,3 +426,74 @@ def test_a_body_over_the_apis_limit_is_refused_as_the_api_would(http: httpx.Clie
     assert refused.status_code == 413
     assert refused.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
     assert str(limit) in refused.json()["errors"][0]["message"]
+
+
+# Subscriptions through the proxy.
+
+
+async def _event_after_writes(client: Subscriber, proxy: LiveNginx, product_id: str) -> str:
+    """Write comments over HTTP through the proxy until the subscription receives one
+    (it is registered within moments of its message); the id of the comment received."""
+    with httpx.Client(base_url=proxy.base_url, headers={"accept": ACCEPT}) as http:
+        for n in range(5):
+            # The synchronous writer in a thread, so that the loop keeps reading the socket.
+            await asyncio.to_thread(write, http, product_id, n)
+            try:
+                message = await client.next("live", seconds=5)
+            except TimeoutError:
+                continue
+            assert message["type"] == "next", message
+            event = message["payload"]["data"]["commentEvents"]
+            assert event["kind"] == "PUBLISHED"
+            found: str = event["commentId"]
+            return found
+    raise AssertionError("no event came through the proxy")
+
+
+async def test_a_subscription_through_the_proxy_receives_a_comment_written_over_http(
+    proxy: LiveNginx,
+) -> None:
+    product_id = f"p-{uuid.uuid4().hex[:12]}"
+    async with subscriber(proxy.graphql_url) as client:
+        assert client.acknowledged == {"type": "connection_ack"}
+        await client.subscribe("live", EVENTS, {"pid": product_id})
+        assert await _event_after_writes(client, proxy, product_id)
+        assert client.binary_frames == 0
+    # The upgrade went through nginx (101), past its cache.
+    upgrades = [line for line in proxy.access_log.read_text().splitlines() if '" 101 ' in line]
+    assert upgrades
+    assert all("cache=-" in line for line in upgrades)
+
+
+async def test_the_api_counts_sockets_by_the_client_behind_the_proxy(proxy: LiveNginx) -> None:
+    # 127.0.0.2 and 127.0.0.3 are two clients to nginx on 127.0.0.1; the API sees nginx's
+    # connections only (from 127.0.0.1, a trusted proxy) and the client in X-Forwarded-For.
+    held: list[Subscriber] = []
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(PER_ADDRESS):
+            held.append(
+                await stack.enter_async_context(subscriber(proxy.graphql_url, source="127.0.0.2"))
+            )
+        async with subscriber(proxy.graphql_url, source="127.0.0.2", init=False) as over:
+            closed = await over.closed(seconds=10)
+        assert (closed.code, closed.reason) == (1013, ADDRESS_FULL)
+        # Another client is not held back by the first one's sockets.
+        async with subscriber(proxy.graphql_url, source="127.0.0.3") as other:
+            assert other.acknowledged == {"type": "connection_ack"}
+        # A header the client sends itself is not believed: nginx appends the address it
+        # sees, and the API reads the list from the right.
+        spoofed = {"x-forwarded-for": "203.0.113.9"}
+        async with subscriber(
+            proxy.graphql_url, source="127.0.0.2", init=False, headers=spoofed
+        ) as disguised:
+            closed = await disguised.closed(seconds=10)
+        assert closed.code == 1013
+    # Places are given back when the sockets close.
+    for _ in range(20):
+        try:
+            async with subscriber(proxy.graphql_url, source="127.0.0.2") as again:
+                assert again.acknowledged == {"type": "connection_ack"}
+                return
+        except (RuntimeError, Closed, ConnectionClosed):
+            await asyncio.sleep(0.1)
+    raise AssertionError("the places were not given back")
