@@ -47,7 +47,7 @@ def live_server(
 ) -> Iterator[LiveServer]:
     """Run the server against an engine and table until the block ends; extra keyword
     arguments become environment variables (``STORAGE_TIMEOUT="2"``). Per-author write
-    limits are lifted unless given: load, soak and fuzzing write as few authors. The
+    limits and rates are lifted unless given: load, soak and fuzzing write as few authors. The
     server's output goes to ``log`` when given (a test reads what it logged), else to a
     private file."""
     port = free_port()
@@ -59,6 +59,12 @@ def live_server(
         "PORT": str(port),
         "COMMENTS_PER_PRODUCT": "0",
         "COMMENTS_PER_HOUR": "0",
+        "EDITS_PER_HOUR": "0",
+        "DELETES_PER_HOUR": "0",
+        "REPLIES_PER_HOUR": "0",
+        "REPORTS_PER_HOUR": "0",
+        "VOTES_PER_HOUR": "0",
+        "MODERATIONS_PER_HOUR": "0",
         **env,
     }
     with server_process([str(COMMENTS), "serve"], port, environment, log=log) as pid:

@@ -85,10 +85,12 @@ from storage.model import (
 )
 from storage.reads import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
+from storage.writes.rates import CHECK_CALLS
 
-# The write path makes at most this many storage calls for one createComment or
-# deleteComment, retries included (a guarantee of storage.writes).
-MUTATION_STORAGE_CALLS = MAX_WRITE_CALLS
+# The write path makes at most this many storage calls for one write, retries included (a
+# guarantee of storage.writes), after the author's rate took its call (storage.writes.rates:
+# a refused write makes one more and no write).
+MUTATION_STORAGE_CALLS = MAX_WRITE_CALLS + CHECK_CALLS
 # DynamoDB ends a Query response at 1 MB of items, so a page of large comments takes
 # several calls. The largest comment item: its texts at their limits in UTF-8 bytes (the
 # body, title, author's names, the merchant's reply and its author, the moderator's note

@@ -21,7 +21,7 @@ from storage.feed import DEFAULT_QUEUE
 from storage.model import ModerationMode
 from storage.planner import DEFAULT_TUNING
 from storage.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY
-from storage.writes import DEFAULT_LIMITS, WriteLimits
+from storage.writes import DEFAULT_LIMITS, DEFAULT_RATES, WriteLimits, WriteRates
 from storage.writes.reports import DEFAULT_THRESHOLD as DEFAULT_REPORT_THRESHOLD
 
 # Defaults of the layers these settings configure are defined there, once, and read here.
@@ -207,6 +207,15 @@ class Settings(StorageSettings, TokenSettings):
     # no limit, in WriteLimits.)
     comments_per_product: int = Field(default=DEFAULT_LIMITS.per_product or 0, ge=0)
     comments_per_hour: int = Field(default=DEFAULT_LIMITS.per_hour or 0, ge=0)
+    # Every other write one author may make per hour, by family (0 lifts one): counted in
+    # DynamoDB before the write, over a sliding hour (storage.writes.rates says why each
+    # default is what it is).
+    edits_per_hour: int = Field(default=DEFAULT_RATES.edit or 0, ge=0)
+    deletes_per_hour: int = Field(default=DEFAULT_RATES.delete or 0, ge=0)
+    replies_per_hour: int = Field(default=DEFAULT_RATES.reply or 0, ge=0)
+    reports_per_hour: int = Field(default=DEFAULT_RATES.report or 0, ge=0)
+    votes_per_hour: int = Field(default=DEFAULT_RATES.vote or 0, ge=0)
+    moderations_per_hour: int = Field(default=DEFAULT_RATES.moderate or 0, ge=0)
     # post: new comments are published at once; pre: new and edited comments wait as
     # PENDING until a moderator approves them.
     moderation: Literal["post", "pre"] = "post"
@@ -383,6 +392,14 @@ class Settings(StorageSettings, TokenSettings):
         return WriteLimits(
             per_product=self.comments_per_product or None,
             per_hour=self.comments_per_hour or None,
+            rates=WriteRates(
+                edit=self.edits_per_hour or None,
+                delete=self.deletes_per_hour or None,
+                reply=self.replies_per_hour or None,
+                report=self.reports_per_hour or None,
+                vote=self.votes_per_hour or None,
+                moderate=self.moderations_per_hour or None,
+            ),
         )
 
     @property

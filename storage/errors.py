@@ -22,7 +22,7 @@ Every error this package raises on purpose derives from ``StorageError``::
     ├── IdempotencyKeyReused         the key was used before for a different request
     ├── WriteLimitReached            a per-author write limit refused the write
     │   ├── CommentsPerProductLimit  the author has as many comments on the product as allowed
-    │   └── WriteRateLimited         the author wrote as many comments this hour as allowed
+    │   └── WriteRateLimited         the author made as many writes of a kind as allowed per hour
     ├── CounterInvariantBroken       a write would drive a counter below zero (counters drifted)
     ├── CallBudgetExceeded           the request's budget of storage calls is spent
     ├── ConditionFailed              a conditional write found other state (handled inside)
@@ -139,13 +139,12 @@ class CommentsPerProductLimit(WriteLimitReached):
 
 
 class WriteRateLimited(WriteLimitReached):
-    """The author created as many comments in the current hour as the limit allows."""
+    """The author created as many comments in the current hour as the limit allows, or made
+    as many ``writes`` of another kind (edits, votes...) as its rate allows per hour."""
 
-    def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__(
-            f"an author may create at most {limit} comments per hour; "
-            f"retry in {retry_after} seconds"
-        )
+    def __init__(self, limit: int, retry_after: int, writes: str | None = None) -> None:
+        what = f"make at most {limit} {writes}" if writes else f"create at most {limit} comments"
+        super().__init__(f"an author may {what} per hour; retry in {retry_after} seconds")
         self.limit = limit
         self.retry_after = retry_after
 

@@ -45,6 +45,7 @@ PRODUCT_PREFIX = "PRODUCT#"
 IDEMPOTENCY_PREFIX = "IDEMPOTENCY#"
 AUTHOR_PREFIX = "AUTHOR#"
 HOUR_PREFIX = "HOUR#"
+RATE_PREFIX = "RATE#"
 REPORT_PREFIX = "REPORT#"
 VOTE_PREFIX = "VOTE#"
 IMPORT_PREFIX = "IMPORT#"
@@ -206,6 +207,13 @@ def author_product_sk(product_id: str) -> str:
 def author_hour_sk(hour: str) -> str:
     """Sort key of the item counting an author's comments created in one hour (UTC)."""
     return HOUR_PREFIX + hour
+
+
+def author_rate_sk(family: str) -> str:
+    """Sort key of the item counting an author's writes of one family per hour."""
+    if not family.isalpha():
+        raise ValueError(f"not a family of writes: {family!r}")
+    return RATE_PREFIX + family
 
 
 def comment_pk(comment_id: str) -> str:

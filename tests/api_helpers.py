@@ -53,16 +53,30 @@ def token(sub: str = "ann", *, name: str | None = None, moderator: bool = False)
     return mint(SECRET, sub, name=name, roles=["moderator"] if moderator else None)
 
 
+# Settings that lift every per-author limit and rate (the tests of them pass their own).
+NO_WRITE_LIMITS = {
+    "comments_per_product": 0,
+    "comments_per_hour": 0,
+    "edits_per_hour": 0,
+    "deletes_per_hour": 0,
+    "replies_per_hour": 0,
+    "reports_per_hour": 0,
+    "votes_per_hour": 0,
+    "moderations_per_hour": 0,
+}
+
+
 @asynccontextmanager
 async def running_api(client: DynamoClient, table: str, **overrides: Any) -> AsyncIterator[Api]:
-    """The app in process. Per-author write limits are lifted unless given: most tests write
-    many comments as one author on one product; the limit tests pass them explicitly."""
+    """The app in process. Per-author write limits and rates are lifted unless given: most
+    tests write many comments as one author on one product; the limit tests pass them
+    explicitly."""
     settings = Settings(
         dynamodb_endpoint_url="http://unused.invalid",
         dynamodb_table=table,
         jwt_secret=SECRET,
         gc_freeze=False,
-        **{"comments_per_product": 0, "comments_per_hour": 0, **overrides},
+        **{**NO_WRITE_LIMITS, **overrides},
     )
     app = create_app(settings, client=client)
     async with (

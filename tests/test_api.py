@@ -690,6 +690,40 @@ async def test_write_limits_reach_clients_coded_and_write_nothing(
     assert (await get_counts(table, f"{product_id}-c", None)).total == 0
 
 
+EDIT = """mutation($id: ID!, $body: String!) {
+  updateComment(input: {id: $id, body: $body}) { comment { body } userErrors { code } } }"""
+
+
+async def test_edits_over_the_authors_rate_are_refused_coded_and_change_nothing(
+    table: TableRef, product_id: str
+) -> None:
+    async with running_api(table.client, table.name, edits_per_hour=2) as limited:
+        ann, bob = token(f"ann-{product_id}"), token(f"bob-{product_id}")
+        ids = []
+        for author, pid in ((ann, product_id), (bob, f"{product_id}-b")):
+            made = await limited.data(CREATE, {"input": _input(pid)}, author)
+            ids.append(made["createComment"]["comment"]["commentId"])
+        for n in range(2):
+            edited = await limited.data(EDIT, {"id": ids[0], "body": f"edit {n}"}, ann)
+            assert edited["updateComment"]["comment"]["body"] == f"edit {n}"
+        body = await limited.gql(EDIT, {"id": ids[0], "body": "one too many"}, ann)
+        error = body["errors"][0]
+        assert error["extensions"]["code"] == "RATE_LIMITED"
+        assert error["extensions"]["retryable"] is True
+        assert 0 < error["extensions"]["retryAfter"] <= 2 * 3600
+        assert "at most 2 edits per hour" in error["message"]
+        read = """query($id: ID!) { comment(commentId: $id) { body } }"""
+        assert (await limited.data(read, {"id": ids[0]}))["comment"]["body"] == "edit 1"
+        # Another author's edits have a rate of their own.
+        edited = await limited.data(EDIT, {"id": ids[1], "body": "bob's edit"}, bob)
+        assert edited["updateComment"]["comment"]["body"] == "bob's edit"
+        # Other families too: votes are not edits.
+        vote = """mutation($id: ID!) { voteHelpful(input: {id: $id, vote: HELPFUL}) {
+          comment { helpfulCount } } }"""
+        voted = await limited.data(vote, {"id": ids[1]}, ann)
+        assert voted["voteHelpful"]["comment"]["helpfulCount"] == 1
+
+
 async def test_an_idempotency_key_reused_for_another_comment_is_a_conflict(
     api: Api, product_id: str
 ) -> None:

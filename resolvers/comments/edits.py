@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from resolvers.comments.rates import take_turn
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.problems import Checks, refused
@@ -9,6 +10,7 @@ from storage import keys
 from storage.errors import CommentNotFound, NotAuthor
 from storage.model import Comment, clean_body, clean_title
 from storage.writes.edit import Edit, edit_comment
+from storage.writes.rates import Family
 
 
 async def update_comment(
@@ -37,6 +39,7 @@ async def update_comment(
         checks.check((*field, "body"), lambda: clean_body(body))
     checks.raise_any()
     edit = Edit(rating=rating, language=language, title=title, body=body, remove_title=remove_title)
+    await take_turn(ctx, who, Family.EDIT)
     try:
         edited = await ctx.storage(
             edit_comment(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from resolvers.comments.rates import take_turn
 from resolvers.comments.visibility import may_see
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
@@ -11,6 +12,7 @@ from storage import keys
 from storage.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
 from storage.model import REPORT_REASONS, Comment, clean_note
 from storage.writes.moderate import Decision, moderate_comment
+from storage.writes.rates import Family
 from storage.writes.reports import report_comment
 
 
@@ -27,6 +29,7 @@ async def moderate(
     checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
     checks.check((*field, "note"), lambda: clean_note(note))
     checks.raise_any()
+    await take_turn(ctx, who, Family.MODERATE)
     try:
         decided = await ctx.storage(
             moderate_comment(
@@ -66,6 +69,7 @@ async def report(ctx: Context, comment_id: str, reason: str, note: str | None) -
     checks.raise_any()
     if reason not in REPORT_REASONS:  # the schema's enum admits no other value
         raise ValueError(f"unknown report reason {reason!r}")
+    await take_turn(ctx, who, Family.REPORT)
     try:
         result = await ctx.storage(
             report_comment(

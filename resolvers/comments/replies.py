@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from resolvers.auth import Viewer
+from resolvers.comments.rates import take_turn
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
@@ -9,24 +11,27 @@ from resolvers.problems import Checks, refused
 from storage import keys
 from storage.errors import CommentNotFound, NoReply, NotPublished
 from storage.model import Comment, clean_reply
+from storage.writes.rates import Family
 from storage.writes.reply import delete_reply, reply_to_comment
 
 
-def _merchant(ctx: Context) -> tuple[str | None, bool]:
+def _merchant(ctx: Context) -> Viewer:
     who = viewer(ctx)
     if not who.is_merchant:
         raise Forbidden("only merchants may reply to comments")
-    return who.name, who.is_moderator
+    return who
 
 
 async def reply(ctx: Context, comment_id: str, body: str) -> Comment:
     """Set or replace the merchant's reply."""
-    name, moderator = _merchant(ctx)
+    who = _merchant(ctx)
+    name, moderator = who.name, who.is_moderator
     field = ("input",)
     checks = Checks()
     checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
     checks.check((*field, "body"), lambda: clean_reply(body))
     checks.raise_any()
+    await take_turn(ctx, who, Family.REPLY)
     try:
         replied = await ctx.storage(
             reply_to_comment(ctx.table, comment_id, body, merchant_name=name)
@@ -43,11 +48,13 @@ async def reply(ctx: Context, comment_id: str, body: str) -> Comment:
 
 async def remove_reply(ctx: Context, comment_id: str) -> Comment:
     """Delete the merchant's reply (of a published comment, unless a moderator asks)."""
-    _, moderator = _merchant(ctx)
+    who = _merchant(ctx)
+    moderator = who.is_moderator
     field = ("input", "id")
     checks = Checks()
     checks.check(field, lambda: keys.validate_comment_id(comment_id))
     checks.raise_any()
+    await take_turn(ctx, who, Family.REPLY)
     try:
         done = await ctx.storage(delete_reply(ctx.table, comment_id, published_only=not moderator))
     except (CommentNotFound, NoReply) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from resolvers.comments.rates import take_turn
 from resolvers.comments.visibility import reader
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
@@ -9,6 +10,7 @@ from resolvers.problems import Checks, refused
 from storage import keys
 from storage.errors import CommentNotFound, NotPublished, OwnComment
 from storage.model import Comment, Vote
+from storage.writes.rates import Family
 from storage.writes.votes import vote_helpful
 
 
@@ -19,6 +21,7 @@ async def vote(ctx: Context, comment_id: str, verdict: Vote | None) -> Comment:
     checks = Checks()
     checks.check(field, lambda: keys.validate_comment_id(comment_id))
     checks.raise_any()
+    await take_turn(ctx, who, Family.VOTE)
     try:
         result = await ctx.storage(
             vote_helpful(ctx.table, comment_id, voter=who.author_id, vote=verdict)

@@ -5,6 +5,7 @@ is published at once or waits for a moderator, as MODERATION says."""
 from __future__ import annotations
 
 from resolvers.auth import Viewer, authenticate
+from resolvers.comments.rates import take_turn
 from resolvers.context import Context
 from resolvers.problems import Checks, refused
 from storage import keys
@@ -14,6 +15,7 @@ from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment
 from storage.writes import delete_comment as remove_comment
 from storage.writes.children import has_children, remove_children
+from storage.writes.rates import Family
 
 
 def viewer(ctx: Context) -> Viewer:
@@ -79,6 +81,7 @@ async def delete_comment(ctx: Context, comment_id: str) -> Comment:
     checks.check(field, lambda: keys.validate_comment_id(comment_id))
     checks.raise_any()
     author = None if who.is_moderator else who.author_id
+    await take_turn(ctx, who, Family.MODERATE if who.is_moderator else Family.DELETE)
     try:
         deleted = await ctx.storage(
             remove_comment(ctx.table, comment_id, author_id=author, clean_up=False)

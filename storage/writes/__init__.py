@@ -19,6 +19,7 @@ reports ``WriteConflict``.
     delete.py        delete (comment, counters, the author's slot)
     counters.py      the counter and leaderboard moves of any transition
     limits.py        per-author limits kept in DynamoDB
+    rates.py         per-author rates of the other writes, checked before each
     idempotency.py   idempotency records and their replay
     state.py         a comment as stored, and the condition "still as read"
     transaction.py   named transaction parts, cancellations, the call budget
@@ -27,15 +28,19 @@ reports ``WriteConflict``.
 from storage.writes.create import CreateResult, create_comment
 from storage.writes.delete import delete_comment
 from storage.writes.limits import DEFAULT_LIMITS, NO_LIMITS, WriteLimits
+from storage.writes.rates import DEFAULT_RATES, NO_RATES, WriteRates
 from storage.writes.state import get_comment
 from storage.writes.transaction import MAX_WRITE_CALLS
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "DEFAULT_RATES",
     "MAX_WRITE_CALLS",
     "NO_LIMITS",
+    "NO_RATES",
     "CreateResult",
     "WriteLimits",
+    "WriteRates",
     "create_comment",
     "delete_comment",
     "get_comment",

@@ -8,17 +8,21 @@ counts exactly the comments that exist (per product) or were created (per hour):
   comment that holds a slot gives it back.
 - ``AUTHOR#<digest> / HOUR#<yyyy-mm-ddThh>``: comments created in that UTC hour, with a TTL.
   A fixed window: an author can write up to twice the rate across an hour boundary.
+
+The other writes' rates (edits, votes...) are counted apart, before each write, by
+``storage.writes.rates``; ``WriteLimits`` carries them so that one value configures all.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from storage import keys
 from storage.expressions import Attr, Update
 from storage.items import EXPIRES_ATTR
 from storage.table import TableRef
+from storage.writes.rates import DEFAULT_RATES, NO_RATES, WriteRates
 from storage.writes.transaction import Part
 
 COUNT_ATTR = "n"
@@ -28,12 +32,14 @@ PER_HOUR = "author-hour"
 
 @dataclass(frozen=True, slots=True)
 class WriteLimits:
-    """Limits per author; None lifts one."""
+    """Limits per author; None lifts one. ``rates`` are the other writes' (see
+    ``storage.writes.rates``)."""
 
     # Comments one author may have on one product (review platforms allow one).
     per_product: int | None = 1
     # Comments one author may create per clock hour (UTC), across all products.
     per_hour: int | None = 30
+    rates: WriteRates = field(default=DEFAULT_RATES)
 
     def __post_init__(self) -> None:
         for value in (self.per_product, self.per_hour):
@@ -41,7 +47,7 @@ class WriteLimits:
                 raise ValueError("write limits must be positive or None")
 
 
-NO_LIMITS = WriteLimits(per_product=None, per_hour=None)
+NO_LIMITS = WriteLimits(per_product=None, per_hour=None, rates=NO_RATES)
 DEFAULT_LIMITS = WriteLimits()
 
 
