@@ -74,6 +74,13 @@ class Context:
             return False
         return viewer is not None and viewer.is_moderator
 
+    def hide_read(self, comment_id: str) -> None:
+        """The comment read by id is hidden from the viewer: its read leaves the figures
+        the viewer is shown, so that they are an unknown id's (once per read)."""
+        units = self.loaders.comments.read_units.pop(comment_id, None)
+        if units is not None:
+            self.meter.hide_read(1, units)
+
     async def storage(self, call: Awaitable[T]) -> T:
         """Await a storage call within the request's deadline and call budget."""
         try:

@@ -31,16 +31,19 @@ class StatsByProductLanguageLoader(DataLoader[StatsScope, RatingCounts]):
 
 
 class CommentByIdLoader(DataLoader[str, Comment | None]):
-    """Comments by id, None for ids that do not exist."""
+    """Comments by id, None for ids that do not exist; ``read_units`` keeps what each
+    comment found took to read, for a read the viewer may not know of (see
+    ``Context.hide_read``)."""
 
     def __init__(self, table: TableRef, deadline: float) -> None:
         super().__init__()
         self.table = table
         self.deadline = deadline
+        self.read_units: dict[str, float] = {}
 
     async def batch_load_fn(self, keys: list[str]) -> list[Comment | None]:
         async with asyncio.timeout_at(self.deadline):
-            return await batch_get_comments(self.table, keys)
+            return await batch_get_comments(self.table, keys, read_units=self.read_units)
 
 
 class LastCommentedAtByProductLoader(DataLoader[str, str | None]):

@@ -82,8 +82,10 @@ def with_codes(
 
 class StorageReport(SchemaExtension):
     """Adds this request's storage calls to ``extensions``, and the items read and capacity
-    where plans are shown (EXPLAIN on, or a moderator): those figures count hidden
-    comments too, so they would tell anyone that a hidden comment exists, and its size."""
+    where plans are shown (EXPLAIN on, or a moderator): those figures depend on what
+    storage holds, so elsewhere they would tell that a hidden comment exists, and its size.
+    Where shown, they leave out what was read of a comment the viewer may not see (see
+    ``resolvers.comments.visibility``): it reads as an unknown id does."""
 
     def get_results(self) -> dict[str, Any]:
         context = self.execution_context.context

@@ -5,6 +5,10 @@ return consumed capacity on every call that can report it and adds it up in a ``
 A meter may carry a budget of calls (the API's accepted cost estimate): a call that would
 exceed it is not made, and raises ``CallBudgetExceeded`` instead.
 
+What a request is shown of its figures leaves out the reads of items its caller may not
+know of (``Meter.hide_read``: a comment that is hidden from the viewer reads as an unknown
+id does); the meter's own totals, which operators see, stay true.
+
 A meter also counts the request's storage rounds: the times a call started while none of
 the request's calls was in flight. Calls that overlap (a DataLoader's batch beside another
 field's query) count as one round, so rounds are the request's sequential waits on storage.
@@ -12,11 +16,13 @@ field's query) count as one round, so rounds are the request's sequential waits 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
 from storage.errors import CallBudgetExceeded
-from storage.types import DynamoClient, Response
+from storage.types import DynamoClient, Item, Response
 from storage.wrapping import ClientWrapper
 
 _CAPACITY_CALLS = frozenset(
@@ -71,6 +77,64 @@ def call_figures(operation: str, response: Response) -> CallFigures:
     return CallFigures(items, read, write)
 
 
+# DynamoDB reads by key in units of 4 KB: half a capacity unit each, eventually consistent.
+READ_UNIT_BYTES = 4096
+
+
+def read_units(item: Item, *, consistent: bool = False) -> float:
+    """The capacity units reading ``item`` by key consumes in a BatchGetItem (where a key
+    that finds nothing consumes none): half a unit per 4 KB begun, a whole one when
+    consistent."""
+    blocks = max(1, math.ceil(item_bytes(item) / READ_UNIT_BYTES))
+    return blocks * (1.0 if consistent else 0.5)
+
+
+def item_bytes(item: Item) -> int:
+    """An item's size as DynamoDB counts it: each attribute's name and value in UTF-8."""
+    return sum(len(name.encode()) + _value_bytes(value) for name, value in item.items())
+
+
+def _value_bytes(value: dict[str, Any]) -> int:
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(str(data).encode())
+    if kind == "B":
+        return len(data)
+    if kind == "N":
+        return _number_bytes(str(data))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(str(s).encode()) for s in data)
+    if kind == "NS":
+        return sum(_number_bytes(str(n)) for n in data)
+    if kind == "BS":
+        return sum(len(b) for b in data)
+    if kind == "L":
+        return 3 + sum(1 + _value_bytes(v) for v in data)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_bytes(v) for k, v in data.items())
+    raise ValueError(f"not a DynamoDB value: {kind}")
+
+
+_NUMBERS = Context(prec=38)
+
+
+def _number_bytes(text: str) -> int:
+    # As DynamoDB stores a number: base-100 digits aligned on the decimal point (leading
+    # and trailing zeros trimmed), one byte each, one for the exponent, one more when
+    # negative; zero takes one byte.
+    try:
+        # DynamoDB keeps 38 significant digits; the default context would round at 28.
+        sign, digits, exponent = Decimal(text).normalize(_NUMBERS).as_tuple()
+    except InvalidOperation:
+        return len(text)
+    if not isinstance(exponent, int) or digits == (0,):
+        return 1
+    top = exponent + len(digits) - 1
+    return (top // 2 - exponent // 2 + 1) + 1 + sign
+
+
 @dataclass(slots=True)
 class Meter:
     calls: dict[str, int] = field(default_factory=dict)
@@ -86,6 +150,9 @@ class Meter:
     # Sequential storage rounds (see the module's docstring), and calls in flight now.
     rounds: int = 0
     in_flight: int = 0
+    # Of the figures above, what the caller may not know was read (see ``hide_read``).
+    hidden_items: int = 0
+    hidden_read_capacity: float = 0.0
 
     def admit(self, operation: str) -> None:
         """Count a call about to start, or raise CallBudgetExceeded if it would exceed the
@@ -109,18 +176,25 @@ class Meter:
         self.read_capacity += read
         self.write_capacity += write
 
+    def hide_read(self, items: int, read_capacity: float) -> None:
+        """Leave a read of items the caller may not know of out of the figures ``summary``
+        shows, as though storage had found nothing there; the totals keep it."""
+        self.hidden_items += items
+        self.hidden_read_capacity += read_capacity
+
     def summary(self, *, detailed: bool = True) -> dict[str, Any]:
-        """The figures of this request. Items read and capacity depend on what storage
-        holds, hidden items included, so ``detailed=False`` leaves them out: the calls
-        alone depend only on what was asked."""
+        """The figures of this request, as its caller may see them. Items read and
+        capacity depend on what storage holds, so ``detailed=False`` leaves them out (the
+        calls alone depend only on what was asked), and reads hidden from the caller
+        (``hide_read``) are left out of them."""
         figures: dict[str, Any] = {
             "calls": self.total_calls,
             "callsByOperation": dict(sorted(self.calls.items())),
         }
         if detailed:
             figures |= {
-                "itemsRead": self.items_read,
-                "readCapacityUnits": round(self.read_capacity, 3),
+                "itemsRead": self.items_read - self.hidden_items,
+                "readCapacityUnits": round(self.read_capacity - self.hidden_read_capacity, 3),
                 "writeCapacityUnits": round(self.write_capacity, 3),
             }
         return figures | {"refusedCalls": self.refused}

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from storage import keys
+from storage import keys, metering
 from storage.errors import InvalidPageRequest, StorageUnavailable
 from storage.executor import Page, execute
 from storage.expressions import Attr, Placeholders, get_request, query_request
@@ -76,9 +76,14 @@ async def batch_get_counts(
 
 
 async def batch_get_comments(
-    table: TableRef, comment_ids: Sequence[str], *, backoff: Backoff = DEFAULT_BACKOFF
+    table: TableRef,
+    comment_ids: Sequence[str],
+    *,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    read_units: dict[str, float] | None = None,
 ) -> list[Comment | None]:
-    """Comments by id in the order asked, None for ids that do not exist."""
+    """Comments by id in the order asked, None for ids that do not exist; ``read_units``
+    receives the capacity each comment found took to read (``storage.metering``)."""
     for cid in comment_ids:
         keys.validate_comment_id(cid)
     unique = list(dict.fromkeys(comment_ids))
@@ -87,7 +92,12 @@ async def batch_get_comments(
         [comment_key(c) for c in unique],
         backoff,
     )
-    by_id = {c.comment_id: c for c in map(item_to_comment, found)}
+    by_id = {}
+    for item in found:
+        comment = item_to_comment(item)
+        by_id[comment.comment_id] = comment
+        if read_units is not None:
+            read_units[comment.comment_id] = metering.read_units(item)
     return [by_id.get(c) for c in comment_ids]
 
 

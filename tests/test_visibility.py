@@ -397,6 +397,38 @@ async def test_the_storage_report_gives_no_hint_of_a_hidden_comment(
     assert moderated["extensions"]["storage"]["itemsRead"] == 1
 
 
+BY_ID = (
+    "query($c: ID!, $g: ID!, $v: ID!) { comment(commentId: $c) { commentId } "
+    "node(id: $g) { id } nodes(ids: [$g]) { id } again: comment(commentId: $c) { commentId } "
+    "shown: comment(commentId: $v) { commentId } }"
+)
+
+
+@pytest.mark.parametrize("who", sorted(ROLES))
+async def test_explain_figures_of_a_hidden_comment_are_an_unknown_ids(
+    setup: tuple[Api, Api, TableRef], who: str
+) -> None:
+    # With EXPLAIN on, items read and capacity are shown to everyone: for a viewer who may
+    # not see a comment, they are those of an id that does not exist, also in a batch
+    # beside a comment the viewer sees. Its author and moderators see what was read.
+    post, pre, _ = setup
+    hidden = await create(pre, own_product_id())
+    shown = await create(post, own_product_id())
+    answers = []
+    for cid in (hidden, "0" * 32):
+        gid = str(relay.GlobalID("Comment", cid))
+        body = await pre.gql(BY_ID, {"c": cid, "g": gid, "v": shown}, ROLES[who])
+        del body["extensions"]["requestId"]
+        answers.append(body)
+    figures = [answer["extensions"]["storage"] for answer in answers]
+    assert figures[1]["itemsRead"] == 1  # the comment shown, only
+    if who in SEES_UNPUBLISHED:
+        assert figures[0]["itemsRead"] == 2
+        assert figures[0]["readCapacityUnits"] > figures[1]["readCapacityUnits"]
+    else:
+        assert answers[0] == answers[1]
+
+
 async def test_a_moderator_decides_on_the_revision_they_reviewed(
     setup: tuple[Api, Api, TableRef],
 ) -> None:

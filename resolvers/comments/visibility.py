@@ -27,7 +27,11 @@ def reader(ctx: Context) -> Viewer | None:
 
 
 def visible(ctx: Context, comment: Comment | None) -> Comment | None:
-    """The comment if the request's viewer may see it, else None."""
-    if comment is None or not may_see(reader(ctx), comment):
+    """The comment, read by id, if the request's viewer may see it, else None; then its
+    read leaves the figures the viewer is shown (EXPLAIN), as an unknown id's would."""
+    if comment is None:
+        return None
+    if not may_see(reader(ctx), comment):
+        ctx.hide_read(comment.comment_id)
         return None
     return comment
