@@ -2,7 +2,8 @@
 
 A line is one JSON object: ``externalId``, ``productId``, ``rating`` (1-5), ``language``,
 ``title`` (optional), ``body``, ``author`` (the author's token ``sub``), ``authorName``
-(optional), ``createdAt`` (ISO-8601 with a timezone), ``status`` (PENDING, PUBLISHED or
+(optional), ``createdAt`` (ISO-8601 with a timezone, no later than now plus
+``FUTURE_SKEW``), ``status`` (PENDING, PUBLISHED or
 REJECTED; default PUBLISHED) and ``verified`` (default false). Anything else on a line, or a
 value the API would refuse, makes the line invalid (``InvalidInput`` saying why).
 """
@@ -14,7 +15,7 @@ import json
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import IO
 
 from storage import keys
@@ -25,6 +26,10 @@ from storage.model import Comment, NewComment, Status
 # longer one is refused without being read whole.
 LINE_MAX_BYTES = 256 * 1024
 EXTERNAL_ID_MAX = 256
+# How far ahead of this machine's clock a createdAt may be (the source's clock may run a
+# little fast). A time later than that would sit on top of the newest-first listing, and be
+# its product's lastCommentedAt, until the clock caught up: for 9999-12-31, forever.
+FUTURE_SKEW = timedelta(minutes=5)
 
 _BOM = b"\xef\xbb\xbf"
 _FIELDS = frozenset(
@@ -106,9 +111,9 @@ def external_id_key(external_id: str) -> bytes:
     return hashlib.blake2b(external_id.encode(), digest_size=16).digest()
 
 
-def parse_line(line: bytes, number: int = 0) -> ImportRecord:
+def parse_line(line: bytes, number: int = 0, *, now: datetime | None = None) -> ImportRecord:
     """The review on line ``number``, or ``InvalidInput`` saying what is wrong with it (the
-    comment is checked as the API checks a new one)."""
+    comment is checked as the API checks a new one; ``now`` is the clock's time)."""
     if len(line) > LINE_MAX_BYTES:
         raise InvalidInput(f"line longer than {LINE_MAX_BYTES:,} bytes")
     try:
@@ -134,7 +139,7 @@ def parse_line(line: bytes, number: int = 0) -> ImportRecord:
         if isinstance(field, str) and not _encodable(field):
             raise InvalidInput(f"{name} holds an unpaired surrogate, which is not text")
     external_id = _external_id(value["externalId"])
-    created_at = _created_at(value["createdAt"])
+    created_at = _created_at(value["createdAt"], (now or datetime.now(UTC)) + FUTURE_SKEW)
     new = NewComment(
         product_id=value["productId"],
         language=value["language"],
@@ -173,18 +178,33 @@ def _external_id(value: object) -> str:
     return value
 
 
-def _created_at(value: object) -> str:
-    """Any ISO-8601 time with a timezone, as stored: UTC with milliseconds."""
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-            if moment.tzinfo is not None:
-                return keys.format_timestamp(moment)
-        except (ValueError, OverflowError):
-            pass
-    raise InvalidInput(
-        "createdAt must be an ISO-8601 time with a timezone, such as 2024-03-01T10:00:00Z"
-    )
+def _created_at(value: object, latest: datetime) -> str:
+    """Any ISO-8601 time with a timezone up to ``latest``, as stored: UTC with
+    milliseconds."""
+    moment = _moment(value)
+    if moment is None:
+        raise InvalidInput(
+            "createdAt must be an ISO-8601 time with a timezone, such as 2024-03-01T10:00:00Z"
+        )
+    stored = keys.format_timestamp(moment)
+    if moment > latest:
+        minutes = int(FUTURE_SKEW.total_seconds() // 60)
+        raise InvalidInput(
+            f"createdAt {stored} is in the future (more than {minutes} minutes ahead of "
+            "this machine's clock)"
+        )
+    return stored
+
+
+def _moment(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+        keys.format_timestamp(moment)  # a time it cannot store is no time
+    except (ValueError, OverflowError):
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def _status(value: object) -> Status:

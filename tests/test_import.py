@@ -9,6 +9,7 @@ import json
 import re
 import uuid
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ from server.cli import main as cli_main
 from server.local_engine import LocalEngine
 from storage import keys
 from storage.errors import InvalidInput, StorageUnavailable
+from storage.import_lines import FUTURE_SKEW
 from storage.imports import (
     LINE_MAX_BYTES,
     MAX_ACTIONS,
@@ -30,7 +32,7 @@ from storage.imports import (
 )
 from storage.layout import LeaderLayout
 from storage.model import BODY_MAX, TITLE_MAX, NewComment, Status
-from storage.reads import author_total, get_counts, queue_length
+from storage.reads import author_total, get_counts, last_commented_at, queue_length
 from storage.table import TableRef
 from storage.types import DynamoClient, Response
 from storage.verify import scan_pages, verify
@@ -195,6 +197,7 @@ def test_imported_ids_are_fixed_and_shaped_like_generated_ones() -> None:
         (line("x", createdAt="2024-02-30T10:00:00Z"), "createdAt must be an ISO-8601 time"),
         (line("x", createdAt=1709287200), "createdAt must be an ISO-8601 time"),
         (line("x", createdAt="0001-01-01T00:00:00+01:00"), "createdAt must be"),
+        (line("x", createdAt="9999-12-31T23:59:59Z"), "createdAt 9999-12-31T23:59:59.000Z is in"),
         (line("x", status="published"), "status must be PENDING, PUBLISHED or REJECTED"),
         (line("x", verified="yes"), "verified must be true or false"),
         (line("", rating=5), "externalId must be a non-empty string"),
@@ -206,6 +209,17 @@ def test_imported_ids_are_fixed_and_shaped_like_generated_ones() -> None:
 def test_invalid_lines_say_why(text: bytes, reason: str) -> None:
     with pytest.raises(InvalidInput, match=re.escape(reason)):
         parse_line(text)
+
+
+def test_created_at_may_be_ahead_of_the_clock_by_the_skew_only() -> None:
+    now = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    ahead = (now + FUTURE_SKEW).isoformat()
+    assert parse_line(line("x", createdAt=ahead), now=now).comment.created_at == (
+        "2026-11-27T12:05:00.000Z"
+    )
+    later = (now + FUTURE_SKEW + timedelta(milliseconds=1)).isoformat()
+    with pytest.raises(InvalidInput, match="more than 5 minutes ahead of this machine's clock"):
+        parse_line(line("x", createdAt=later), now=now)
 
 
 def test_reading_lines_bounds_each_line() -> None:
@@ -436,6 +450,26 @@ async def test_invalid_lines_are_reported_and_the_rest_imported(table: TableRef)
     report = await verify(own)
     assert report.exact, report.describe()
     await assert_each_imported_once(own, {"ok-1", "ok-2", "ok-3"})
+
+
+async def test_a_review_from_the_future_is_refused_and_leaves_the_product_alone(
+    table: TableRef,
+) -> None:
+    # Stored, it would head the newest-first listing and be lastCommentedAt for ever.
+    own = await own_table(table, "import_future")
+    soon = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
+    lines = [line("ok", createdAt=soon), line("future", createdAt="9999-12-31T00:00:00Z")]
+    summary = await run(own, lines)
+    assert (summary.imported, summary.invalid) == (1, 1)
+    (bad,) = summary.invalid_lines
+    assert bad.describe() == (
+        "line 2: createdAt 9999-12-31T00:00:00.000Z is in the future (more than 5 minutes "
+        "ahead of this machine's clock)"
+    )
+    (last,) = await last_commented_at(own, ["p-1"])
+    assert last is not None
+    assert last < "9999"
+    assert (await get_counts(own, "p-1", None)).total == 1
 
 
 class Crash(ClientWrapper):
