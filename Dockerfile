@@ -25,6 +25,9 @@ COPY --from=graphiql /build/node_modules/react/umd/react.production.min.js ./nod
 COPY --from=graphiql /build/node_modules/react-dom/umd/react-dom.production.min.js ./node_modules/react-dom/umd/
 
 RUN useradd --system --uid 10001 app
+# Where JWT_SECRET_FILE may keep a secret made on the first start: a volume mounted here
+# starts with this owner and mode.
+RUN install -d -o app -m 700 /var/lib/comments
 USER app
 ENV HOST=0.0.0.0 PORT=8000
 EXPOSE 8000

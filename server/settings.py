@@ -16,6 +16,7 @@ from server.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.http_cache import CachePolicy
 from server.logs import LogFormat
 from server.metrics import DEFAULT_MAX_OPERATIONS
+from server.secret_file import SECRET_MIN_BYTES, secret_from_file
 from storage.client import ClientSettings
 from storage.feed import DEFAULT_QUEUE
 from storage.model import ModerationMode
@@ -106,6 +107,9 @@ class TokenSettings(BaseSettings):
 
     # Unset in embedded mode: generated at start-up, with a dev token printed.
     jwt_secret: str | None = None
+    # Where the secret is kept when JWT_SECRET is unset: made there (random, mode 0600) the
+    # first time the file is missing, read from it after (server.secret_file).
+    jwt_secret_file: Path | None = None
     # When set, tokens must carry exactly this iss / aud.
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
@@ -116,9 +120,15 @@ class TokenSettings(BaseSettings):
     @classmethod
     def _long_enough(cls, value: str | None) -> str | None:
         # RFC 7518: an HS256 key should have at least 256 bits.
-        if value is not None and len(value.encode()) < 32:
+        if value is not None and len(value.encode()) < SECRET_MIN_BYTES:
             raise ValueError("JWT_SECRET must be at least 32 bytes")
         return value
+
+    @model_validator(mode="after")
+    def _secret_from_file(self) -> Self:
+        if self.jwt_secret is None and self.jwt_secret_file is not None:
+            self.jwt_secret = secret_from_file(self.jwt_secret_file)
+        return self
 
 
 class Settings(StorageSettings, TokenSettings):
@@ -314,6 +324,14 @@ class Settings(StorageSettings, TokenSettings):
                 "FORWARDED_ALLOW_IPS must be IP addresses or networks, comma-separated, or *"
             ) from None
         return value
+
+    @model_validator(mode="after")
+    def _secret_from_file(self) -> Self:
+        # TokenSettings' rule (this one takes its place, so runs before the rules below),
+        # except that in production no secret is made: every host must share one given.
+        if self.jwt_secret is None and self.jwt_secret_file is not None:
+            self.jwt_secret = secret_from_file(self.jwt_secret_file, create=not self.production)
+        return self
 
     @model_validator(mode="after")
     def _production_needs(self) -> Self:

@@ -49,6 +49,25 @@ def test_a_local_frontend_may_call_the_api() -> None:
     assert parsed.cors_origins == ["http://localhost:3000", "http://localhost:5173"]
 
 
+def test_compose_carries_no_secret_and_makes_one_per_volume() -> None:
+    # A secret written in the repository would let anyone who read it mint moderator
+    # tokens for a deployment that never set its own.
+    loaded = compose()
+    for service in loaded["services"].values():
+        environment = service.get("environment") or {}
+        assert "JWT_SECRET" not in environment
+        assert "JWT_SECRET" not in " ".join(map(str, environment.values()))
+    api = loaded["services"]["api"]
+    path = Path(api["environment"]["JWT_SECRET_FILE"])
+    mounts = dict(volume.split(":", 1)[::-1] for volume in api["volumes"])
+    (folder,) = (Path(m) for m in mounts if path.is_relative_to(m))
+    assert mounts[str(folder)] in loaded["volumes"]  # a named volume, kept across restarts
+    # The image makes the folder the server's own, which a new volume takes on.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert f"install -d -o app -m 700 {folder}" in dockerfile
+    assert api["environment"]["DEV_TOKEN"] == "true"
+
+
 @pytest.mark.parametrize(
     ("host", "url"),
     [

@@ -1,0 +1,61 @@
+"""A JWT secret kept in a file (``JWT_SECRET_FILE``): made the first time it is missing, a
+random one readable by its owner only, and read as it is on every later start.
+
+This is how ``docker compose up`` gets a secret of its own for each data volume instead of
+one written in the repository, which anyone could use to mint moderator tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+# RFC 7518: an HS256 key should have at least 256 bits (the settings' rule for JWT_SECRET).
+SECRET_MIN_BYTES = 32
+
+
+def secret_from_file(path: Path, *, create: bool = True) -> str:
+    """The secret in ``path`` (surrounding whitespace aside); when the file does not exist
+    and ``create``, a new random secret written there first (mode 0600, never over a file
+    that another process made meanwhile). ``ValueError`` when it cannot be read or made, or
+    is short."""
+    try:
+        return _read(path)
+    except FileNotFoundError:
+        if not create:
+            raise ValueError(f"JWT_SECRET_FILE: {path} does not exist") from None
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Written whole beside it, then linked in place: a process starting at the same time
+        # finds either no file or the whole secret, and of two links one wins, both read it.
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise ValueError(f"JWT_SECRET_FILE: cannot create {path}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as file:  # mkstemp: mode 0600
+            file.write(secrets.token_urlsafe(SECRET_MIN_BYTES) + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.link(temp, path)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise ValueError(f"JWT_SECRET_FILE: cannot create {path}: {exc.strerror}") from exc
+    finally:
+        os.unlink(temp)
+    return _read(path)
+
+
+def _read(path: Path) -> str:
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ValueError(f"JWT_SECRET_FILE: cannot read {path}: {reason}") from exc
+    if len(secret.encode()) < SECRET_MIN_BYTES:
+        raise ValueError(f"JWT_SECRET_FILE: {path} holds less than {SECRET_MIN_BYTES} bytes")
+    return secret
