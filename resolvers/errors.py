@@ -65,7 +65,8 @@ class Conflict(ApiError):
 
 
 class RateLimited(ApiError):
-    """The author wrote as much as allowed this hour; retry after ``retry_after`` seconds."""
+    """The author made as many writes of a kind as allowed per hour; retry after
+    ``retry_after`` seconds."""
 
     code = "RATE_LIMITED"
     retryable = True
