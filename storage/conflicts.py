@@ -13,7 +13,7 @@ and fails an overlapping one before it reaches the engine. ``hold`` keeps each w
 flight that much longer, as a transaction on AWS takes tens of milliseconds where the
 local engine takes a few. It counts, per item, the transactions that tried to write it and
 the conditions that failed on it, so a test or a benchmark can say how many attempts a
-write took.
+write took (``fail=False`` only counts).
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ class AwsConflicts(ClientWrapper):
     """A client that fails overlapping writes of the same item as DynamoDB does, and counts
     transaction attempts and failed conditions per item."""
 
-    def __init__(self, inner: DynamoClient, *, hold: float = 0.0) -> None:
+    def __init__(self, inner: DynamoClient, *, hold: float = 0.0, fail: bool = True) -> None:
         super().__init__(inner)
         self.hold = hold
+        self.fail = fail  # False: only count, as the engine below behaves
         self._transacting: Counter[ItemKey] = Counter()  # items of transactions in flight
         self._writing: Counter[ItemKey] = Counter()  # items of single writes in flight
         self.transactions = 0  # TransactWriteItems calls, conflicting ones included
@@ -74,7 +75,7 @@ class AwsConflicts(ClientWrapper):
         self.transactions += 1
         self.attempts.update(items)
         busy = [k in self._transacting or k in self._writing for k in items]
-        if any(busy):
+        if self.fail and any(busy):
             self.conflicts += 1
             reasons = [{"Code": "TransactionConflict" if b else "None"} for b in busy]
             raise _error(
@@ -101,7 +102,7 @@ class AwsConflicts(ClientWrapper):
 
     async def _single(self, operation: str, kwargs: dict[str, Any]) -> Response:
         key = item_key(kwargs["TableName"], kwargs.get("Key") or kwargs["Item"])
-        if key in self._transacting:
+        if self.fail and key in self._transacting:
             self.conflicts += 1
             raise _error(
                 "TransactionConflictException",

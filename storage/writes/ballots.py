@@ -21,15 +21,22 @@ A cancellation says, action by action, what failed:
   ``backoff.attempts`` transactions each, then ``WriteConflict``.
 
 After a commit the lane reads the comment (strongly consistent): that is every voter's
-answer. Its helpful order's key (HSK: the padded helpful count, then GSISK) moved with
-nothing: when no vote waits any more, the lane sets it with one UpdateItem conditioned on
-the count it just read (and on the comment still being published), never on the
-version, so no voter waits for it or conflicts with it. A failed condition means a later
-write moved the count, and that write sets the key itself (an edit or a moderation puts
-the whole item) or has a follow-up of its own (a vote). So HSK equals the count from the
-follow-up of the last vote on a comment on, and lags it from a commit until then (about
-one read and one write); a process that stops between a commit and its follow-up leaves
-the key stale until the next vote on that comment, or until ``verify``/``repair``.
+answer. Its helpful order's key (HSK: the padded helpful count, then GSISK) did not move
+with the counts. When no vote waits any more, the lane sets it, before answering the
+batch, with one UpdateItem conditioned on the count it just read (and on the comment
+existing and being published), never on the version: no vote conditions on HSK, so none
+conflicts with it. While votes wait, it is left to the next batch's follow-up (coalesced:
+one per run of batches). A failed condition means a later write moved the count, and that
+write sets the key itself (an edit or a moderation puts the whole item) or has a
+follow-up of its own (a vote, in this process or another).
+
+The staleness bound: HSK lags the count from a vote's commit until the follow-up of the
+last vote on that comment completes (one read and one UpdateItem after its commit). A
+voter is answered once the key is up to date, unless more votes on the comment wait in
+this process (whose follow-up comes) or another process's transaction on it is in flight
+through the follow-up's retries. A process that stops between a commit and its
+follow-up, or a follow-up that kept conflicting, leaves the key stale until the next vote
+on that comment, or until ``verify``/``repair``, which check HSK against the count.
 """
 
 from __future__ import annotations
@@ -129,15 +136,20 @@ def _ignored(done: asyncio.Future[Comment]) -> None:
         done.exception()
 
 
+# A round's outcome: it committed or not, and the comment as read after its commit when
+# its HSK is still behind its count (with the table and backoff to set it with).
+Stale = tuple[TableRef, Item, Backoff] | None
+
+
 async def _serve(comment_id: str, lane: Lane[Ballot]) -> None:
-    stale: tuple[TableRef, Item, Backoff] | None = None
+    stale: Stale = None
     try:
         while lane.waiting:
-            batch = _take(lane)
-            read = await _round(comment_id, lane, batch)
-            if read is not None:
-                stale = read if _key_is_stale(read[1]) else None
+            committed, behind = await _round(comment_id, lane, _take(lane))
+            if committed:
+                stale = behind
             if stale is not None and not lane.waiting:
+                # A batch committed while others waited, and those did not commit.
                 await bring_key_up(*stale)
                 stale = None
     except BaseException as exc:
@@ -163,11 +175,12 @@ def _take(lane: Lane[Ballot]) -> list[Ballot]:
     return batch
 
 
-async def _round(
-    comment_id: str, lane: Lane[Ballot], batch: list[Ballot]
-) -> tuple[TableRef, Item, Backoff] | None:
+async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot]) -> tuple[bool, Stale]:
     """One transaction of ``batch``: each vote settled or put back in front of the lane.
-    After a commit, the comment as read then (with the table and backoff that read it)."""
+    Whether it committed, and the comment as read after it if its HSK is left behind.
+
+    When no vote waits, the HSK is brought up before the voters are answered: a viewer
+    who reloads the helpful order after their answer sees the comment in its place."""
     going = []
     for ballot in batch:
         try:
@@ -177,7 +190,7 @@ async def _round(
         else:
             going.append(ballot)
     if not going:
-        return None
+        return False, None
     table = going[0].table
     try:
         cancel = await transact(table, _parts(table, comment_id, going), CallBudget())
@@ -186,17 +199,23 @@ async def _round(
                 TableName=table.name, Key=comment_key(comment_id), ConsistentRead=True
             )
             item = response.get("Item")
+            behind: Stale = None
+            if item and _key_is_stale(item):
+                behind = (table, item, going[0].backoff)
+                if not lane.waiting:  # else the last batch's follow-up sets it
+                    await bring_key_up(*behind)
+                    behind = None
             for ballot in going:
                 ballot.settle(
                     item_to_comment(item)
                     if item
                     else CommentNotFound(f"comment {comment_id} was deleted just after the vote")
                 )
-            return None if not item else (table, item, going[0].backoff)
+            return True, behind
     except StorageError as exc:
         for ballot in going:
             ballot.settle(exc)
-        return None
+        return False, None
     again = _refused(comment_id, going, cancel)
     if again and not cancel.any_condition_failed:  # contention: pause, then all again
         for ballot in again:
@@ -208,7 +227,7 @@ async def _round(
         if again:
             await again[0].backoff.sleep(max(b.conflicts for b in again))
     lane.waiting[:0] = again
-    return None
+    return False, None
 
 
 def _refused(comment_id: str, going: list[Ballot], cancel: Cancellation) -> list[Ballot]:
