@@ -65,12 +65,14 @@ from storage.items import (
     VOTE_ATTR,
     comment_key,
     item_to_comment,
+    item_version,
 )
 from storage.lanes import Lane
 from storage.model import Comment, Status, Vote
 from storage.retry import Backoff
 from storage.table import TableRef
 from storage.types import Item
+from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget, Cancellation, Part, transact
 
 COMMENT = "comment"
@@ -96,6 +98,7 @@ class Ballot:
     now: str
     budget: CallBudget
     backoff: Backoff
+    seen: Stored  # the comment as the voter read it
     done: asyncio.Future[Comment] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -136,22 +139,26 @@ def _ignored(done: asyncio.Future[Comment]) -> None:
         done.exception()
 
 
-# A round's outcome: it committed or not, and the comment as read after its commit when
-# its HSK is still behind its count (with the table and backoff to set it with).
-Stale = tuple[TableRef, Item, Backoff] | None
+@dataclass(slots=True)
+class _Served:
+    """What a lane's task knows of its comment between rounds."""
+
+    # The comment as read after the last commit (its version, and the comment).
+    known: tuple[int, Comment] | None = None
+    # That read, when its HSK was left behind its count for the next batch to set (with
+    # the table and backoff to set it with).
+    stale: tuple[TableRef, Item, Backoff] | None = None
 
 
 async def _serve(comment_id: str, lane: Lane[Ballot]) -> None:
-    stale: Stale = None
+    served = _Served()
     try:
         while lane.waiting:
-            committed, behind = await _round(comment_id, lane, _take(lane))
-            if committed:
-                stale = behind
-            if stale is not None and not lane.waiting:
+            await _round(comment_id, lane, _take(lane), served)
+            if served.stale is not None and not lane.waiting:
                 # A batch committed while others waited, and those did not commit.
-                await bring_key_up(*stale)
-                stale = None
+                await bring_key_up(*served.stale)
+                served.stale = None
     except BaseException as exc:
         # A bug or the loop shutting down: no waiting voter may hang.
         for ballot in lane.waiting:
@@ -175,9 +182,8 @@ def _take(lane: Lane[Ballot]) -> list[Ballot]:
     return batch
 
 
-async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot]) -> tuple[bool, Stale]:
+async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], served: _Served) -> None:
     """One transaction of ``batch``: each vote settled or put back in front of the lane.
-    Whether it committed, and the comment as read after it if its HSK is left behind.
 
     When no vote waits, the HSK is brought up before the voters are answered: a viewer
     who reloads the helpful order after their answer sees the comment in its place."""
@@ -190,32 +196,30 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot]) -> tu
         else:
             going.append(ballot)
     if not going:
-        return False, None
+        return
     table = going[0].table
     try:
         cancel = await transact(table, _parts(table, comment_id, going), CallBudget())
         if cancel is None:
-            response = await table.client.get_item(
-                TableName=table.name, Key=comment_key(comment_id), ConsistentRead=True
-            )
-            item = response.get("Item")
-            behind: Stale = None
+            item = await _after_commit(table, comment_id, going, served)
+            served.stale = None
             if item and _key_is_stale(item):
-                behind = (table, item, going[0].backoff)
+                served.stale = (table, item, going[0].backoff)
                 if not lane.waiting:  # else the last batch's follow-up sets it
-                    await bring_key_up(*behind)
-                    behind = None
+                    await bring_key_up(*served.stale)
+                    served.stale = None
+            served.known = None if not item else (item_version(item), item_to_comment(item))
             for ballot in going:
                 ballot.settle(
                     item_to_comment(item)
                     if item
                     else CommentNotFound(f"comment {comment_id} was deleted just after the vote")
                 )
-            return True, behind
+            return
     except StorageError as exc:
         for ballot in going:
             ballot.settle(exc)
-        return False, None
+        return
     again = _refused(comment_id, going, cancel)
     if again and not cancel.any_condition_failed:  # contention: pause, then all again
         for ballot in again:
@@ -227,7 +231,39 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot]) -> tu
         if again:
             await again[0].backoff.sleep(max(b.conflicts for b in again))
     lane.waiting[:0] = again
-    return False, None
+
+
+async def _after_commit(
+    table: TableRef, comment_id: str, going: list[Ballot], served: _Served
+) -> Item | None:
+    """The comment right after the batch committed, with its HSK set when the batch moved
+    the helpful count; None when it is gone.
+
+    The newest state known before the batch (the lane's last read, or the voters' own
+    reads) plus the batch's moves is the state after it, if nothing else wrote the comment
+    in between: then one UpdateItem, on the condition of the version that state has, sets
+    HSK and returns the comment. Otherwise the comment as it is (returned with the failed
+    condition, or read), whose HSK the caller checks."""
+    seen = [(b.seen.version, b.seen.comment) for b in going]
+    version, before = max([*seen, *([served.known] if served.known else [])], key=lambda s: s[0])
+    moved = sum(b.delta(Vote.HELPFUL) for b in going)
+    key = comment_key(comment_id)
+    if moved:
+        u = Update()
+        u.set(HELPFUL_SORT_KEY, keys.helpful_sort_key(before.helpful + moved, before.sort_key))
+        u.condition(Attr(VERSION_ATTR).eq(version + 1))
+        request = {**u.request(table.name, key, return_old=True), "ReturnValues": "ALL_NEW"}
+        try:
+            updated: Item = (await table.client.update_item(**request))["Attributes"]
+            return updated
+        except ConditionFailed as exc:
+            if exc.item is not None:
+                return exc.item or None
+        except Throttled:
+            pass  # another process's transaction on it is in flight: read it
+    response = await table.client.get_item(TableName=table.name, Key=key, ConsistentRead=True)
+    found: Item | None = response.get("Item")
+    return found
 
 
 def _refused(comment_id: str, going: list[Ballot], cancel: Cancellation) -> list[Ballot]:

@@ -106,7 +106,7 @@ async def vote_helpful(
             raise NotPublished("only published comments can be voted on")
         if current is vote:
             return VoteResult(comment, vote, False)
-        ballot = Ballot(table, voter, current, vote, now, budget, backoff)
+        ballot = Ballot(table, voter, current, vote, now, budget, backoff, stored)
         try:
             return VoteResult(await cast(table, comment_id, ballot), vote, True)
         except Moved:
