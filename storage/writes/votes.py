@@ -27,7 +27,6 @@ and the move recomputed, so a repeated request changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,14 +34,14 @@ from datetime import datetime
 from storage import keys
 from storage.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.expressions import get_request
-from storage.items import VOTE_ATTR
+from storage.items import VOTE_ATTR, comment_key
 from storage.model import Comment, Vote
 from storage.reads import batch_get_items
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes.ballots import Ballot, Moved, cast, vote_key
 from storage.writes.create import utc_now
-from storage.writes.state import Stored, read_stored
+from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget
 
 # Rounds of "the vote changed under us": each one means another request of the same
@@ -93,7 +92,6 @@ async def vote_helpful(
     budget = CallBudget()
     for _ in range(ATTEMPTS):
         budget.spend()
-        budget.spend()
         current, stored = await _read(table, comment_id, voter)
         if stored is None:
             raise CommentNotFound(f"comment {comment_id} does not exist")
@@ -115,5 +113,13 @@ async def vote_helpful(
 
 
 async def _read(table: TableRef, comment_id: str, voter: str) -> tuple[Vote | None, Stored | None]:
-    """The viewer's vote and the comment, both strongly consistent, in one round."""
-    return await asyncio.gather(read_vote(table, comment_id, voter), read_stored(table, comment_id))
+    """The viewer's vote and the comment, both strongly consistent, in one call."""
+    comment, vote = comment_key(comment_id), vote_key(comment_id, voter)
+    found = await batch_get_items(table, [comment, vote], consistent=True)
+    by_sk = {item["SK"]["S"]: item for item in found}
+    stored = by_sk.get(comment["SK"]["S"])
+    voted = by_sk.get(vote["SK"]["S"])
+    return (
+        None if voted is None else Vote(voted[VOTE_ATTR]["S"]),
+        None if stored is None else Stored.of(stored),
+    )
