@@ -201,7 +201,7 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], serve
     try:
         cancel = await transact(table, _parts(table, comment_id, going), CallBudget())
         if cancel is None:
-            item = await _after_commit(table, comment_id, going, served)
+            item = await _after_commit(table, comment_id, going, served, bool(lane.waiting))
             served.stale = None
             if item and _key_is_stale(item):
                 served.stale = (table, item, going[0].backoff)
@@ -234,21 +234,22 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], serve
 
 
 async def _after_commit(
-    table: TableRef, comment_id: str, going: list[Ballot], served: _Served
+    table: TableRef, comment_id: str, going: list[Ballot], served: _Served, waiting: bool
 ) -> Item | None:
     """The comment right after the batch committed, with its HSK set when the batch moved
-    the helpful count; None when it is gone.
+    the helpful count and no vote waits; None when it is gone.
 
     The newest state known before the batch (the lane's last read, or the voters' own
     reads) plus the batch's moves is the state after it, if nothing else wrote the comment
     in between: then one UpdateItem, on the condition of the version that state has, sets
-    HSK and returns the comment. Otherwise the comment as it is (returned with the failed
-    condition, or read), whose HSK the caller checks."""
+    HSK and returns the comment. Otherwise, or while votes wait (a read holds the item
+    from no transaction on AWS, a write does), the comment as it is (returned with the
+    failed condition, or read), whose HSK the caller checks."""
     seen = [(b.seen.version, b.seen.comment) for b in going]
     version, before = max([*seen, *([served.known] if served.known else [])], key=lambda s: s[0])
     moved = sum(b.delta(Vote.HELPFUL) for b in going)
     key = comment_key(comment_id)
-    if moved:
+    if moved and not waiting:
         u = Update()
         u.set(HELPFUL_SORT_KEY, keys.helpful_sort_key(before.helpful + moved, before.sort_key))
         u.condition(Attr(VERSION_ATTR).eq(version + 1))
