@@ -152,16 +152,18 @@ class _Served:
 
 async def _serve(comment_id: str, lane: Lane[Ballot]) -> None:
     served = _Served()
+    batch: list[Ballot] = []
     try:
         while lane.waiting:
-            await _round(comment_id, lane, _take(lane), served)
+            batch = _take(lane)
+            await _round(comment_id, lane, batch, served)
             if served.stale is not None and not lane.waiting:
                 # A batch committed while others waited, and those did not commit.
                 await bring_key_up(*served.stale)
                 served.stale = None
     except BaseException as exc:
-        # A bug or the loop shutting down: no waiting voter may hang.
-        for ballot in lane.waiting:
+        # A bug or the loop shutting down: no voter may hang (settling is idempotent).
+        for ballot in [*batch, *lane.waiting]:
             ballot.settle(exc if isinstance(exc, Exception) else WriteConflict("stopped"))
         lane.waiting.clear()
         raise
