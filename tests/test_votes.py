@@ -13,6 +13,7 @@ from storage.conflicts import AwsConflicts, item_key
 from storage.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.expressions import Attr, delete_request, put_request
 from storage.model import ModerationMode, NewComment, Vote
+from storage.retry import Backoff
 from storage.table import TableRef
 from storage.types import DynamoClient, Response
 from storage.verify import repair, verify
@@ -27,6 +28,9 @@ from storage.writes.transaction import Part
 from storage.writes.transition import Change, apply
 from storage.writes.votes import read_vote, vote_helpful, votes_of
 from tests.helpers import FAST, FaultyClient, own_product_id, own_table
+
+# Retries enough for two processes taking turns on one comment.
+PATIENT = Backoff(attempts=20, base=0.002, cap=0.05)
 
 
 @pytest.fixture
@@ -203,8 +207,7 @@ async def test_voters_on_one_hot_comment_do_not_queue_under_aws_conflicts(
 
 
 async def test_votes_on_one_comment_share_transactions(fresh: TableRef) -> None:
-    # Counting work: twenty votes at once take far fewer than twenty transactions, and
-    # the helpful order's key is written once no vote waits, not once per vote.
+    # Counting work: twenty votes at once take far fewer than twenty transactions.
     cid = await made(fresh)
     counting = FaultyClient(fresh.client, lambda _, __: None)
     shared = TableRef(counting, fresh.name)
@@ -214,10 +217,11 @@ async def test_votes_on_one_comment_share_transactions(fresh: TableRef) -> None:
     await _followed_up(shared)
     transactions = counting.calls.count("transact_write_items")
     assert transactions <= 10  # votes whose reads end while one is in flight go together
-    # After each commit one call: a read while more votes wait, else the write of HSK,
-    # which returns the comment too.
-    assert counting.calls.count("get_item") + counting.calls.count("update_item") == transactions
-    assert counting.calls.count("update_item") >= 1  # the last batch's
+    # After each commit one read, the voters' answer. HSK moved in the transaction, as
+    # predicted from the state before it: nothing else wrote the comment, so no
+    # follow-up had to set it.
+    assert counting.calls.count("get_item") == transactions
+    assert counting.calls.count("update_item") == 0
     # Before: each vote's own read (its vote and the comment in one call).
     assert counting.calls.count("batch_get_item") == 20
     assert (await verify(fresh)).exact
@@ -311,3 +315,60 @@ async def test_an_old_process_vote_racing_a_new_one_leaves_counts_exact(fresh: T
     assert comment is not None
     assert (comment.helpful, comment.not_helpful) == (0, 1)
     assert (await verify(fresh)).exact
+
+
+class _OtherVoteAfterTheRead(ClientWrapper):
+    """After this process's first read, another process votes on the same comment: the
+    HSK this process predicts from its read is then one vote short."""
+
+    def __init__(self, inner: DynamoClient, other: TableRef, comment_id: str) -> None:
+        super().__init__(inner)
+        self.other = other
+        self.comment_id = comment_id
+        self.calls: list[str] = []
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        response = await super()._call(operation, kwargs)
+        self.calls.append(operation)
+        if self.calls == ["batch_get_item"]:
+            await vote_helpful(self.other, self.comment_id, voter="elsewhere", vote=Vote.HELPFUL)
+        return response
+
+
+async def test_a_key_predicted_from_an_old_read_is_set_right_after_the_commit(
+    fresh: TableRef,
+) -> None:
+    cid = await made(fresh)
+    other = TableRef(fresh.client, fresh.name)  # another process: lanes of its own
+    racing = _OtherVoteAfterTheRead(fresh.client, other, cid)
+    here = TableRef(racing, fresh.name)
+    result = await vote_helpful(here, cid, voter="here", vote=Vote.HELPFUL)
+    # Answered once the follow-up set the key the transaction had predicted wrong.
+    assert racing.calls == ["batch_get_item", "transact_write_items", "get_item", "update_item"]
+    assert result.comment.helpful == 2
+    report = await verify(fresh)
+    assert report.exact, report.describe()
+
+
+async def test_two_processes_voting_on_one_comment_under_aws_conflicts(fresh: TableRef) -> None:
+    # Their transactions on the comment do conflict (about three attempts a vote; see
+    # benchmarks/VOTES.md): retried, never an error, and the counts and the key end exact.
+    cid = await made(fresh)
+    conflicts = AwsConflicts(fresh.client, hold=0.002)
+    processes = [TableRef(conflicts, fresh.name), TableRef(conflicts, fresh.name)]
+    wanted = {f"v{n}": [Vote.HELPFUL, Vote.NOT_HELPFUL][n % 3 == 0] for n in range(40)}
+    answers = await asyncio.gather(
+        *(
+            vote_helpful(processes[n % 2], cid, voter=v, vote=w, backoff=PATIENT)
+            for n, (v, w) in enumerate(wanted.items())
+        ),
+        return_exceptions=True,
+    )
+    assert [a for a in answers if isinstance(a, BaseException)] == []
+    for process in processes:
+        await _followed_up(process)
+    comment = await get_comment(fresh, cid)
+    assert comment is not None
+    assert comment.helpful == sum(w is Vote.HELPFUL for w in wanted.values())
+    report = await verify(fresh)
+    assert report.exact, report.describe()

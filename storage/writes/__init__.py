@@ -15,8 +15,9 @@ The rule every write here follows, and every new transition must follow:
     vote the move was computed from; the comment is conditioned only on what voters never
     change (it exists, is published, is not the voter's own) and its version moves by
     ``ADD`` too, so that every write computed from a version read still fails after a
-    vote. What depends on the count (the helpful order's key, HSK) is set after the
-    commit, conditioned on the count it was computed from (``ballots.py``).
+    vote. What depends on the count (the helpful order's key, HSK) is set as predicted
+    and checked against the count read after the commit, then set again on the
+    condition of that count when the prediction missed (``ballots.py``).
 
 Comment ids are random and never reused (an imported review's id is derived from the
 source's id, and its import record, which outlives the comment, keeps it from being made

@@ -1,4 +1,4 @@
-"""Votes on one comment committed together, and its helpful order's key brought up after.
+"""Votes on one comment committed together, and its helpful order's key kept up with them.
 
 A vote transaction writes the voter's own vote item (on the condition that it is still as
 the voter read it) and moves the comment's counts by ``ADD``, with no condition on the
@@ -20,23 +20,28 @@ A cancellation says, action by action, what failed:
 - a conflict or throttling: all go again after a jittered pause, up to
   ``backoff.attempts`` transactions each, then ``WriteConflict``.
 
-After a commit the lane reads the comment (strongly consistent): that is every voter's
-answer. Its helpful order's key (HSK: the padded helpful count, then GSISK) did not move
-with the counts. When no vote waits any more, the lane sets it, before answering the
-batch, with one UpdateItem conditioned on the count it just read (and on the comment
-existing and being published), never on the version: no vote conditions on HSK, so none
-conflicts with it. While votes wait, it is left to the next batch's follow-up (coalesced:
-one per run of batches). A failed condition means a later write moved the count, and that
-write sets the key itself (an edit or a moderation puts the whole item) or has a
-follow-up of its own (a vote, in this process or another).
+The helpful order's key (HSK: the padded helpful count, then GSISK) cannot be computed by
+an update expression, and conditioning on the count would make voters contend again. The
+transaction sets it as predicted: from the newest state the lane knows (its last read
+after a commit, or the voters' own reads) plus the batch's moves, with no condition. The
+prediction is right unless another process wrote the comment since that state. After a
+commit the lane reads the comment (strongly consistent): that is every voter's answer,
+and it checks HSK against the count read. When they differ and no vote waits, the lane
+sets it, before answering the batch, with one UpdateItem conditioned on that count (and
+on the comment existing and being published), never on the version; while votes wait it
+is left to the next batch, whose prediction starts from this read. A failed condition
+means a later write moved the count, and that write sets the key itself (an edit or a
+moderation puts the whole item) or has a read and follow-up of its own (a vote, in this
+process or another).
 
-The staleness bound: HSK lags the count from a vote's commit until the follow-up of the
-last vote on that comment completes (one read and one UpdateItem after its commit). A
-voter is answered once the key is up to date, unless more votes on the comment wait in
-this process (whose follow-up comes) or another process's transaction on it is in flight
-through the follow-up's retries. A process that stops between a commit and its
-follow-up, or a follow-up that kept conflicting, leaves the key stale until the next vote
-on that comment, or until ``verify``/``repair``, which check HSK against the count.
+The staleness bound: HSK differs from the count only from the commit of a vote whose
+prediction missed (another process voted in between) until the follow-up after the last
+vote on that comment completes (one read and one UpdateItem after its commit). A voter
+is answered once the key matches the count read, unless more votes on the comment wait
+in this process (the last batch checks). A process that stops between a commit and that
+check, or a follow-up that kept conflicting with other processes' transactions, leaves
+the key stale until the next vote on that comment, or until ``verify``/``repair``, which
+check HSK against the count.
 """
 
 from __future__ import annotations
@@ -201,9 +206,13 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], serve
         return
     table = going[0].table
     try:
-        cancel = await transact(table, _parts(table, comment_id, going), CallBudget())
+        parts = _parts(table, comment_id, going, _predicted_key(going, served))
+        cancel = await transact(table, parts, CallBudget())
         if cancel is None:
-            item = await _after_commit(table, comment_id, going, served, bool(lane.waiting))
+            response = await table.client.get_item(
+                TableName=table.name, Key=comment_key(comment_id), ConsistentRead=True
+            )
+            item = response.get("Item")
             served.stale = None
             if item and _key_is_stale(item):
                 served.stale = (table, item, going[0].backoff)
@@ -235,38 +244,18 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], serve
     lane.waiting[:0] = again
 
 
-async def _after_commit(
-    table: TableRef, comment_id: str, going: list[Ballot], served: _Served, waiting: bool
-) -> Item | None:
-    """The comment right after the batch committed, with its HSK set when the batch moved
-    the helpful count and no vote waits; None when it is gone.
-
-    The newest state known before the batch (the lane's last read, or the voters' own
-    reads) plus the batch's moves is the state after it, if nothing else wrote the comment
-    in between: then one UpdateItem, on the condition of the version that state has, sets
-    HSK and returns the comment. Otherwise, or while votes wait (a read holds the item
-    from no transaction on AWS, a write does), the comment as it is (returned with the
-    failed condition, or read), whose HSK the caller checks."""
-    seen = [(b.seen.version, b.seen.comment) for b in going]
-    version, before = max([*seen, *([served.known] if served.known else [])], key=lambda s: s[0])
+def _predicted_key(going: list[Ballot], served: _Served) -> str | None:
+    """The HSK the comment has after the batch if nothing else wrote it since the newest
+    state known (the lane's last read, or the voters' own); None when the batch leaves
+    the helpful count as it was."""
     moved = sum(b.delta(Vote.HELPFUL) for b in going)
-    key = comment_key(comment_id)
-    if moved and not waiting:
-        u = Update()
-        u.set(HELPFUL_SORT_KEY, keys.helpful_sort_key(before.helpful + moved, before.sort_key))
-        u.condition(Attr(VERSION_ATTR).eq(version + 1))
-        request = {**u.request(table.name, key, return_old=True), "ReturnValues": "ALL_NEW"}
-        try:
-            updated: Item = (await table.client.update_item(**request))["Attributes"]
-            return updated
-        except ConditionFailed as exc:
-            if exc.item is not None:
-                return exc.item or None
-        except Throttled:
-            pass  # another process's transaction on it is in flight: read it
-    response = await table.client.get_item(TableName=table.name, Key=key, ConsistentRead=True)
-    found: Item | None = response.get("Item")
-    return found
+    if not moved:
+        return None
+    known = [(b.seen.version, b.seen.comment) for b in going]
+    if served.known is not None:
+        known.append(served.known)
+    _, before = max(known, key=lambda state: state[0])
+    return keys.helpful_sort_key(max(0, before.helpful + moved), before.sort_key)
 
 
 def _refused(comment_id: str, going: list[Ballot], cancel: Cancellation) -> list[Ballot]:
@@ -311,10 +300,15 @@ def _name(n: int) -> str:
     return f"vote {n}"
 
 
-def _parts(table: TableRef, comment_id: str, going: list[Ballot]) -> list[Part]:
-    """Each vote item on its own condition, and the comment's counts moved by their sum."""
+def _parts(
+    table: TableRef, comment_id: str, going: list[Ballot], predicted: str | None
+) -> list[Part]:
+    """Each vote item on its own condition, and the comment's counts moved by their sum
+    (with HSK as predicted, unconditioned: the read after the commit checks it)."""
     parts = [_vote_part(table, comment_id, n, b) for n, b in enumerate(going)]
     u = Update()
+    if predicted is not None:
+        u.set(HELPFUL_SORT_KEY, predicted)
     for attr, vote in ((HELPFUL_ATTR, Vote.HELPFUL), (NOT_HELPFUL_ATTR, Vote.NOT_HELPFUL)):
         delta = sum(b.delta(vote) for b in going)
         if delta:

@@ -19,8 +19,8 @@ previous release write the whole comment computed from the version they read, on
 condition of that version, and must read again rather than overwrite these counts.
 
 Votes of one process on one comment go through one lane, one transaction at a time with
-the votes that arrived meanwhile (``storage.writes.ballots``); the helpful order's key
-(HSK) follows the count after the commit, and ``ballots`` states how far it may lag.
+the votes that arrived meanwhile (``storage.writes.ballots``), which also keeps the
+helpful order's key (HSK) up with the count and states how far it may lag.
 A vote item changed under a request (another request of the same viewer) is read again
 and the move recomputed, so a repeated request changes nothing.
 """
