@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from storage import keys
 from storage.conflicts import AwsConflicts, item_key
 from storage.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.expressions import Attr, delete_request, put_request
@@ -372,3 +373,50 @@ async def test_two_processes_voting_on_one_comment_under_aws_conflicts(fresh: Ta
     assert comment.helpful == sum(w is Vote.HELPFUL for w in wanted.values())
     report = await verify(fresh)
     assert report.exact, report.describe()
+
+
+class _VoteChangedBeforeItsTransaction(ClientWrapper):
+    """Before the first transaction that carries ``voter``'s vote, that viewer changes it
+    through another process: that vote item's condition fails, the others' hold."""
+
+    def __init__(self, inner: DynamoClient, other: TableRef, comment_id: str, voter: str) -> None:
+        super().__init__(inner)
+        self.other = other
+        self.comment_id = comment_id
+        self.voter_sk = keys.vote_sk(voter)
+        self.voter = voter
+        self.calls: list[str] = []
+        self.done = False
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        self.calls.append(operation)
+        if operation == "transact_write_items" and not self.done:
+            written = [next(iter(a.values())) for a in kwargs["TransactItems"]]
+            sks = [(w.get("Key") or w["Item"])["SK"]["S"] for w in written]
+            if self.voter_sk in sks:
+                self.done = True
+                await vote_helpful(
+                    self.other, self.comment_id, voter=self.voter, vote=Vote.NOT_HELPFUL
+                )
+        return await super()._call(operation, kwargs)
+
+
+async def test_only_the_vote_whose_item_changed_is_read_again(fresh: TableRef) -> None:
+    cid = await made(fresh)
+    await vote_helpful(fresh, cid, voter="x", vote=Vote.HELPFUL)
+    other = TableRef(fresh.client, fresh.name)
+    changing = _VoteChangedBeforeItsTransaction(fresh.client, other, cid, "x")
+    here = TableRef(changing, fresh.name)
+    voters = {"x": None, **{f"v{n}": Vote.HELPFUL for n in range(5)}}
+    await asyncio.gather(
+        *(vote_helpful(here, cid, voter=v, vote=w, backoff=FAST) for v, w in voters.items())
+    )
+    assert changing.done
+    # One read per vote, and one more for x alone.
+    assert changing.calls.count("batch_get_item") == len(voters) + 1
+    assert await read_vote(fresh, cid, "x") is None
+    await _followed_up(here)
+    comment = await get_comment(fresh, cid)
+    assert comment is not None
+    assert (comment.helpful, comment.not_helpful) == (5, 0)
+    assert (await verify(fresh)).exact
