@@ -188,4 +188,5 @@ def _metered(app_table: TableRef, meter: Meter) -> TableRef:
         app_table.name,
         five_star_locks=app_table.five_star_locks,
         memory=app_table.memory,
+        vote_lanes=app_table.vote_lanes,
     )

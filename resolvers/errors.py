@@ -4,7 +4,7 @@
     ├── BadUserInput           BAD_USER_INPUT
     ├── Unauthenticated        UNAUTHENTICATED
     ├── Forbidden              FORBIDDEN
-    ├── Conflict               CONFLICT (retryable)
+    ├── Conflict               CONFLICT (retryable; extensions.retryAfter in seconds)
     ├── RateLimited            RATE_LIMITED (retryable; extensions.retryAfter in seconds)
     ├── QueryTooComplex        QUERY_TOO_COMPLEX
     ├── Unavailable            STORAGE_UNAVAILABLE (retryable)
@@ -58,10 +58,18 @@ class Forbidden(ApiError):
 
 
 class Conflict(ApiError):
-    """Concurrent writes or an idempotency key used for another request; retry or use a new key."""
+    """Concurrent writes or an idempotency key used for another request; retry (after
+    ``retry_after`` seconds: the contention is over by then, as a rule) or use a new key."""
 
     code = "CONFLICT"
     retryable = True
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def extensions(self) -> dict[str, object]:
+        return {**super().extensions(), "retryAfter": self.retry_after}
 
 
 class RateLimited(ApiError):

@@ -142,6 +142,11 @@ def lifespan(
                     yield
                 finally:
                     del app.state.runtime
+                    # Votes' follow-ups (their comments' helpful order) finish before the
+                    # client closes; one that cannot is left to the next vote or repair.
+                    with suppress(TimeoutError):
+                        async with asyncio.timeout(settings.storage_timeout):
+                            await runtime.table.vote_lanes.drain()
 
     return run
 

@@ -36,13 +36,16 @@ _UNREACHABLE = (BotoCoreError, OSError, TimeoutError)
 
 # The service asking us to slow down. botocore's standard mode already retried these on
 # the single call; reaching us means they persisted. TransactionInProgressException means
-# the same for a transaction: another one on the same items has not finished.
+# the same for a transaction: another one on the same items has not finished, and
+# TransactionConflictException for a single write (PutItem, UpdateItem, DeleteItem) on an
+# item a transaction is writing (botocore does not retry that one).
 THROTTLING_CODES = frozenset(
     {
         "ThrottlingException",
         "ProvisionedThroughputExceededException",
         "RequestLimitExceeded",
         "TransactionInProgressException",
+        "TransactionConflictException",
     }
 )
 

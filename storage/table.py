@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from storage.errors import StorageUnavailable, TableInUse
 from storage.indexes import TTL_ATTR, Index, table_definition, validate_table_name
+from storage.lanes import Lanes
 from storage.layout import LayoutMemory
 from storage.locks import KeyedLocks
 from storage.seam import at_seam
 from storage.snapshots import PlanMemory
 from storage.types import DynamoClient
+
+if TYPE_CHECKING:
+    from storage.writes.ballots import Ballot
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +30,8 @@ class TableRef:
     ``memory`` holds the process's snapshots of counters and page heads, by which pages are
     planned to take one storage round (``storage.snapshots``). ``leader_layout`` remembers
     the leaderboard's layout as last read (``storage.layout``): a hint that writes condition
-    on and reads check, never trusted alone.
+    on and reads check, never trusted alone. ``vote_lanes`` holds the process's votes
+    waiting for their comment's next transaction (``storage.writes.ballots``).
 
     The client is put behind the seam (``storage.seam``) on creation: every call storage
     makes goes through ``table.client``, so every engine failure leaves as a storage error.
@@ -36,6 +42,7 @@ class TableRef:
     five_star_locks: KeyedLocks = field(default_factory=KeyedLocks, compare=False, repr=False)
     memory: PlanMemory = field(default_factory=PlanMemory, compare=False, repr=False)
     leader_layout: LayoutMemory = field(default_factory=LayoutMemory, compare=False, repr=False)
+    vote_lanes: Lanes[Ballot] = field(default_factory=Lanes, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "client", at_seam(self.client))

@@ -1,10 +1,12 @@
 """Recount every product's counters, leaderboard entry and per-author slots from the
-comments, and every comment's helpful counts from its vote items.
+comments, and every comment's helpful counts from its vote items (and its place in the
+helpful order, HSK, from those counts).
 
 ``verify`` scans the table once (strongly consistent), recounts, and reports every stats
 item whose counters or leaderboard entry disagree with the comments, every author's
 per-product count that disagrees with the comments holding a slot, and every comment
-whose vote counts disagree with its votes.
+whose vote counts disagree with its votes or whose HSK disagrees with them (a vote's
+follow-up that never ran: see ``storage.writes.ballots``).
 ``repair`` rewrites those items, each under the condition that it still holds what the scan
 saw, so a write racing with the repair is never overwritten (that item is reported as
 skipped; run again).
@@ -20,6 +22,7 @@ from typing import Any
 from storage import keys
 from storage.errors import ConditionFailed
 from storage.expressions import Attr, Update, check_request, put_request
+from storage.indexes import HELPFUL_SORT_KEY
 from storage.items import (
     VERSION_ATTR,
     VOTE_ATTR,
@@ -105,15 +108,23 @@ def _leader_text(leader: Leader | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class VoteDrift:
-    """A comment whose helpful counts disagree with its vote items."""
+    """A comment whose helpful counts disagree with its vote items, or whose place in the
+    helpful order (HSK) disagrees with them."""
 
     comment_id: str
     stored: tuple[int, int]  # helpful, not helpful
     expected: tuple[int, int]
     raw: Item  # the comment item as scanned, for the repair's condition
+    stored_key: str | None = None  # HSK as scanned, and as the votes say (None: no HSK)
+    expected_key: str | None = None
 
     def describe(self) -> str:
-        return f"comment {self.comment_id}: votes {list(self.stored)} != {list(self.expected)}"
+        parts = []
+        if self.stored != self.expected:
+            parts.append(f"votes {list(self.stored)} != {list(self.expected)}")
+        if self.stored_key != self.expected_key:
+            parts.append(f"helpful order key {self.stored_key} != {self.expected_key}")
+        return f"comment {self.comment_id}: " + "; ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +221,19 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
     vote_drifts = []
     for pk, item in comment_items.items():
         c = item_to_comment(item)
-        counted = tuple(votes.get(pk, (0, 0)))
-        if (c.helpful, c.not_helpful) != counted:
+        helpful, not_helpful = votes.get(pk, (0, 0))
+        stored_key = item.get(HELPFUL_SORT_KEY, {}).get("S")
+        expected_key = keys.helpful_sort_key(helpful, c.sort_key) if c.published else None
+        if (c.helpful, c.not_helpful) != (helpful, not_helpful) or stored_key != expected_key:
             vote_drifts.append(
-                VoteDrift(c.comment_id, (c.helpful, c.not_helpful), (counted[0], counted[1]), item)
+                VoteDrift(
+                    c.comment_id,
+                    (c.helpful, c.not_helpful),
+                    (helpful, not_helpful),
+                    item,
+                    stored_key,
+                    expected_key,
+                )
             )
     return Report(
         comments,

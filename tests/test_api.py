@@ -630,7 +630,11 @@ def _always_conflicting(name: str, kwargs: dict[str, Any]) -> Exception | None:
 async def test_persistent_write_contention_is_conflict(table: TableRef, product_id: str) -> None:
     async with running_api(FaultyClient(table.client, _always_conflicting), table.name) as api:
         body = await api.gql(CREATE, {"input": _input(product_id)}, token())
-    assert body["errors"][0]["extensions"] == {"code": "CONFLICT", "retryable": True}
+    assert body["errors"][0]["extensions"] == {
+        "code": "CONFLICT",
+        "retryable": True,
+        "retryAfter": 1,
+    }
     assert (await get_counts(table, product_id, None)).total == 0
 
 

@@ -13,7 +13,8 @@ writes to it race with them.
 The model says what each transition does, written here from DESIGN.md ("The life of a
 comment"), not from the code. Writes to one comment may commit in any order, so after
 every step the stored comment, its reports, and every write's answer must be those of
-some order of that step's writes to it. Then the counters per language and overall
+some order of that step's writes to it (a vote answers with the comment as read after it
+committed: a state at or after its place in that order). Then the counters per language and overall
 (verified ones too), the leaderboard, lastCommentedAt, every listing (languages, rating
 sets, verified only; the unfiltered ones in both directions), the moderation queue and the
 author index must equal what the model says of the comments as stored, and verify must
@@ -393,8 +394,10 @@ def agrees(expect: Expect, actual: object, deleted_in_batch: bool) -> bool:
             deleted_in_batch and type(actual) is CommentNotFound
         )
     if expect.voted:
-        return (
-            isinstance(actual, VoteResult) and actual.changed and actual.comment == expect.comment
+        # The comment it answers with is checked by ``serialise``: a vote answers with the
+        # comment as read after it committed, which later writes may have changed too.
+        return (isinstance(actual, VoteResult) and actual.changed) or (
+            deleted_in_batch and type(actual) is CommentNotFound
         )
     return actual == expect.comment
 
@@ -403,16 +406,30 @@ Job = tuple[Change, object]  # a write and its answer
 
 
 def serialise(
-    life: Life, jobs: Sequence[Job], now: str, stored: Life, deleted: bool
+    life: Life,
+    jobs: Sequence[Job],
+    now: str,
+    stored: Life,
+    deleted: bool,
+    owed: tuple[Comment, ...] = (),
 ) -> list[Change] | None:
     """An order of the writes to one comment that gives every write its answer and ends in
-    the state stored; None when there is none."""
+    the state stored; None when there is none.
+
+    Votes move the counts by ADD, not conditioned on the comment's version, and answer
+    with the comment as read once they committed (``storage.writes.ballots``): not the
+    state right after the vote but one at or after it in the order. ``owed`` holds those
+    answers until the comment is in that state."""
+    owed = tuple(c for c in owed if c != life.comment)
     if not jobs:
-        return [] if life == stored else None
+        return [] if life == stored and not owed else None
     for i, (change, actual) in enumerate(jobs):
         expect, after = simulate(change, life, now)
         if agrees(expect, actual, deleted):
-            rest = serialise(after, [*jobs[:i], *jobs[i + 1 :]], now, stored, deleted)
+            answered = owed
+            if expect.voted and isinstance(actual, VoteResult):
+                answered = (*owed, actual.comment)
+            rest = serialise(after, [*jobs[:i], *jobs[i + 1 :]], now, stored, deleted, answered)
             if rest is not None:
                 return [change, *rest]
     return None

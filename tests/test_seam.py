@@ -44,6 +44,7 @@ CASES: list[tuple[BaseException, type[errors.StorageError]]] = [
     (_client_error("ThrottlingException"), errors.Throttled),
     (_client_error("RequestLimitExceeded"), errors.Throttled),
     (_client_error("TransactionInProgressException"), errors.Throttled),
+    (_client_error("TransactionConflictException"), errors.Throttled),
     (_client_error("InternalServerError"), errors.EngineFault),
     (_client_error("ServiceUnavailable"), errors.EngineFault),
     (_client_error("ResourceNotFoundException"), errors.TableMissing),

@@ -8,6 +8,17 @@ The rule every write here follows, and every new transition must follow:
     lets a counter go below zero. When a condition fails, the writer reads again and
     recomputes; it never commits a move computed from a state that no longer holds.
 
+    One exception (STYLE rule 11), in ``votes.py``: a commutative count that no other
+    state is computed from (helpful votes) may move by ``ADD``, conditioned only on the
+    voter's own item. The counts still equal the vote items at every commit, since a vote
+    item is only written with its count's move and on the condition that it is still the
+    vote the move was computed from; the comment is conditioned only on what voters never
+    change (it exists, is published, is not the voter's own) and its version moves by
+    ``ADD`` too, so that every write computed from a version read still fails after a
+    vote. What depends on the count (the helpful order's key, HSK) is set as predicted
+    and checked against the count read after the commit, then set again on the
+    condition of that count when the prediction missed (``ballots.py``).
+
 Comment ids are random and never reused (an imported review's id is derived from the
 source's id, and its import record, which outlives the comment, keeps it from being made
 again: see ``storage.imports``), versions only grow, so a stale writer can never mistake a
@@ -16,6 +27,8 @@ storage calls per write (the GraphQL cost model relies on it), after which the w
 reports ``WriteConflict``.
 
     create.py        create (comment, counters, limits, idempotency record)
+    votes.py         helpful votes (the exception above)
+    ballots.py       votes of a process on one comment in one transaction; HSK after it
     delete.py        delete (comment, counters, the author's slot)
     counters.py      the counter and leaderboard moves of any transition
     limits.py        per-author limits kept in DynamoDB

@@ -10,6 +10,7 @@ from storage.expressions import Attr, Condition, all_of
 from storage.items import VERSION_ATTR, comment_key, holds_slot, item_to_comment, item_version
 from storage.model import Comment
 from storage.table import TableRef
+from storage.types import Item
 from storage.writes.transaction import CallBudget
 
 
@@ -20,6 +21,11 @@ class Stored:
     comment: Comment
     version: int
     holds_slot: bool
+
+    @classmethod
+    def of(cls, item: Item) -> Stored:
+        """The write state of a comment item read strongly consistent."""
+        return cls(item_to_comment(item), item_version(item), holds_slot(item))
 
     def unchanged(self) -> Condition:
         """True only while the comment is exactly as read: the same version, and the same
@@ -49,9 +55,7 @@ async def read_stored(
         ConsistentRead=True,
     )
     item = response.get("Item")
-    if not item:
-        return None
-    return Stored(item_to_comment(item), item_version(item), holds_slot(item))
+    return Stored.of(item) if item else None
 
 
 async def get_comment(table: TableRef, comment_id: str) -> Comment | None:

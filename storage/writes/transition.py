@@ -8,6 +8,12 @@ commits under the condition that the comment is still exactly as read, and on a 
 reads again and decides again. Rewriting the whole item means an index key the comment no
 longer belongs to (a listing while not PUBLISHED, the queue while not PENDING) is gone
 with no separate step.
+
+Helpful votes do not come through here: they move the counts by ``ADD``, conditioned only
+on the voter's own item (``storage.writes.votes``, the one exception to the rule in
+``storage.writes``), and move the version by ``ADD`` too, so a transition that read the
+comment before a vote fails its condition and reads again instead of overwriting the
+counts.
 """
 
 from __future__ import annotations

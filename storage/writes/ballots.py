@@ -1,0 +1,392 @@
+"""Votes on one comment committed together, and its helpful order's key kept up with them.
+
+A vote transaction writes the voter's own vote item (on the condition that it is still as
+the voter read it) and moves the comment's counts by ``ADD``, with no condition on the
+comment's version (see ``storage.writes.votes``). On AWS two transactions on the same
+item at once still cancel each other (``TransactionConflict``), whatever their
+conditions. So the votes of one process on one comment go through one lane
+(``storage.lanes``): one transaction in flight per comment and process, and the votes that
+arrive meanwhile go together in the next one, each vote item with its own condition and
+the comment with one ``ADD`` of their summed moves (at most ``MAX_BALLOTS`` votes a
+transaction, as DynamoDB takes 100 actions).
+
+A cancellation says, action by action, what failed:
+
+- a vote item's own condition: that viewer's vote changed meanwhile; that vote alone is
+  read again and decided again (``Moved``), the others go again without it, at once;
+- the comment's condition (it exists, is published, is not the voter's own, and holds at
+  least the votes being withdrawn): the item as it is (ALL_OLD) says which refusal
+  applies, and to whom;
+- a conflict or throttling: all go again after a jittered pause, up to
+  ``backoff.attempts`` transactions each, then ``WriteConflict``.
+
+The helpful order's key (HSK: the padded helpful count, then GSISK) cannot be computed by
+an update expression, and conditioning on the count would make voters contend again. The
+transaction sets it as predicted: from the newest state the lane knows (its last read
+after a commit, or the voters' own reads) plus the batch's moves, with no condition. The
+prediction is right unless another process wrote the comment since that state. After a
+commit the lane reads the comment (strongly consistent): that is every voter's answer,
+and it checks HSK against the count read. When they differ and no vote waits, the lane
+sets it, before answering the batch, with one UpdateItem conditioned on that count (and
+on the comment existing and being published), never on the version; while votes wait it
+is left to the next batch, whose prediction starts from this read. A failed condition
+means a later write moved the count, and that write sets the key itself (an edit or a
+moderation puts the whole item) or has a read and follow-up of its own (a vote, in this
+process or another).
+
+The staleness bound: HSK differs from the count only from the commit of a vote whose
+prediction missed (another process voted in between) until the follow-up after the last
+vote on that comment completes (one read and one UpdateItem after its commit). A voter
+is answered once the key matches the count read, unless more votes on the comment wait
+in this process (the last batch checks). A process that stops between a commit and that
+check, or a follow-up that kept conflicting with other processes' transactions, leaves
+the key stale until the next vote on that comment, or until ``verify``/``repair``, which
+check HSK against the count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from storage import keys
+from storage.errors import (
+    CommentNotFound,
+    ConditionFailed,
+    CounterInvariantBroken,
+    NotPublished,
+    OwnComment,
+    StorageError,
+    Throttled,
+    WriteConflict,
+)
+from storage.expressions import Attr, Condition, Update, delete_request, put_request
+from storage.indexes import HELPFUL_SORT_KEY
+from storage.items import (
+    HELPFUL_ATTR,
+    NOT_HELPFUL_ATTR,
+    STATUS_ATTR,
+    VERSION_ATTR,
+    VOTE_ATTR,
+    comment_key,
+    item_to_comment,
+    item_version,
+)
+from storage.lanes import Lane
+from storage.model import Comment, Status, Vote
+from storage.retry import Backoff
+from storage.table import TableRef
+from storage.types import Item
+from storage.writes.state import Stored
+from storage.writes.transaction import CallBudget, Cancellation, Part, transact
+
+COMMENT = "comment"
+# Vote items a transaction carries: DynamoDB takes 100 actions, one is the comment.
+MAX_BALLOTS = 99
+# UpdateItems that bring the key up before leaving it to the next vote or repair: each
+# failure is another transaction on the comment in progress, whose own follow-up comes.
+FOLLOW_UP_ATTEMPTS = 3
+
+
+class Moved(StorageError):
+    """The voter's vote item is not what they read: read it again and decide again."""
+
+
+@dataclass(eq=False, slots=True)
+class Ballot:
+    """One viewer's vote moving from ``before`` to ``after``, waiting for its transaction."""
+
+    table: TableRef  # the voter's view of the table: its request's calls are its own
+    voter: str
+    before: Vote | None
+    after: Vote | None
+    now: str
+    budget: CallBudget
+    backoff: Backoff
+    seen: Stored  # the comment as the voter read it
+    done: asyncio.Future[Comment] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    conflicts: int = 0  # transactions of this vote cancelled by contention
+
+    def delta(self, vote: Vote) -> int:
+        return int(self.after is vote) - int(self.before is vote)
+
+    def settle(self, result: Comment | BaseException) -> None:
+        if self.done.done():  # its request gave up; the outcome stands regardless
+            return
+        if isinstance(result, BaseException):
+            self.done.set_exception(result)
+        else:
+            self.done.set_result(result)
+
+
+async def cast(table: TableRef, comment_id: str, ballot: Ballot) -> Comment:
+    """Commit the vote with the others of this process on the same comment; the comment
+    as read right after its transaction committed. ``Moved``: read the vote again."""
+
+    async def serve(lane: Lane[Ballot]) -> None:
+        await _serve(comment_id, lane)
+
+    table.vote_lanes.join(comment_id, ballot, serve)
+    try:
+        return await asyncio.shield(ballot.done)
+    except asyncio.CancelledError:
+        # Given up before its turn: it is never written. Once taken, it may commit, and
+        # nobody waits for the outcome.
+        if not table.vote_lanes.leave(comment_id, ballot):
+            ballot.done.add_done_callback(_ignored)
+        raise
+
+
+def _ignored(done: asyncio.Future[Comment]) -> None:
+    if not done.cancelled():
+        done.exception()
+
+
+@dataclass(slots=True)
+class _Served:
+    """What a lane's task knows of its comment between rounds."""
+
+    # The comment as read after the last commit (its version, and the comment).
+    known: tuple[int, Comment] | None = None
+    # That read, when its HSK was left behind its count for the next batch to set (with
+    # the table and backoff to set it with).
+    stale: tuple[TableRef, Item, Backoff] | None = None
+
+
+async def _serve(comment_id: str, lane: Lane[Ballot]) -> None:
+    served = _Served()
+    batch: list[Ballot] = []
+    try:
+        while lane.waiting:
+            batch = _take(lane)
+            await _round(comment_id, lane, batch, served)
+            if served.stale is not None and not lane.waiting:
+                # A batch committed while others waited, and those did not commit.
+                await bring_key_up(*served.stale)
+                served.stale = None
+    except BaseException as exc:
+        # A bug or the loop shutting down: no voter may hang (settling is idempotent).
+        for ballot in [*batch, *lane.waiting]:
+            ballot.settle(exc if isinstance(exc, Exception) else WriteConflict("stopped"))
+        lane.waiting.clear()
+        raise
+
+
+def _take(lane: Lane[Ballot]) -> list[Ballot]:
+    """The oldest waiting votes, at most one per viewer (two actions on one item make an
+    invalid transaction) and ``MAX_BALLOTS``."""
+    batch: list[Ballot] = []
+    voters: set[str] = set()
+    for ballot in lane.waiting:
+        if len(batch) == MAX_BALLOTS:
+            break
+        if ballot.voter not in voters and not ballot.done.done():
+            voters.add(ballot.voter)
+            batch.append(ballot)
+    lane.waiting[:] = [b for b in lane.waiting if b not in batch and not b.done.done()]
+    return batch
+
+
+async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], served: _Served) -> None:
+    """One transaction of ``batch``: each vote settled or put back in front of the lane.
+
+    When no vote waits, the HSK is brought up before the voters are answered: a viewer
+    who reloads the helpful order after their answer sees the comment in its place."""
+    going = []
+    for ballot in batch:
+        try:
+            ballot.budget.spend()
+        except WriteConflict as exc:
+            ballot.settle(exc)
+        else:
+            going.append(ballot)
+    if not going:
+        return
+    table = going[0].table
+    try:
+        parts = _parts(table, comment_id, going, _predicted_key(going, served))
+        cancel = await transact(table, parts, CallBudget())
+        if cancel is None:
+            response = await table.client.get_item(
+                TableName=table.name, Key=comment_key(comment_id), ConsistentRead=True
+            )
+            item = response.get("Item")
+            served.stale = None
+            if item and _key_is_stale(item):
+                served.stale = (table, item, going[0].backoff)
+                if not lane.waiting:  # else the last batch's follow-up sets it
+                    await bring_key_up(*served.stale)
+                    served.stale = None
+            served.known = None if not item else (item_version(item), item_to_comment(item))
+            for ballot in going:
+                ballot.settle(
+                    item_to_comment(item)
+                    if item
+                    else CommentNotFound(f"comment {comment_id} was deleted just after the vote")
+                )
+            return
+    except StorageError as exc:
+        for ballot in going:
+            ballot.settle(exc)
+        return
+    again = _refused(comment_id, going, cancel)
+    if again and not cancel.any_condition_failed:  # contention: pause, then all again
+        for ballot in again:
+            ballot.conflicts += 1
+        worn = [b for b in again if b.conflicts >= b.backoff.attempts]
+        for ballot in worn:
+            ballot.settle(WriteConflict("the comment kept meeting concurrent votes; retry"))
+        again = [b for b in again if b not in worn]
+        if again:
+            await again[0].backoff.sleep(max(b.conflicts for b in again))
+    lane.waiting[:0] = again
+
+
+def _predicted_key(going: list[Ballot], served: _Served) -> str | None:
+    """The HSK the comment has after the batch if nothing else wrote it since the newest
+    state known (the lane's last read, or the voters' own); None when the batch leaves
+    the helpful count as it was."""
+    moved = sum(b.delta(Vote.HELPFUL) for b in going)
+    if not moved:
+        return None
+    known = [(b.seen.version, b.seen.comment) for b in going]
+    if served.known is not None:
+        known.append(served.known)
+    _, before = max(known, key=lambda state: state[0])
+    return keys.helpful_sort_key(max(0, before.helpful + moved), before.sort_key)
+
+
+def _refused(comment_id: str, going: list[Ballot], cancel: Cancellation) -> list[Ballot]:
+    """Settle the votes a cancellation refuses; the others, to go again."""
+    again = []
+    for n, ballot in enumerate(going):
+        if cancel.failed(_name(n)):
+            ballot.settle(Moved("the viewer's vote changed meanwhile"))
+        else:
+            again.append(ballot)
+    if not cancel.failed(COMMENT):
+        return again
+    old = cancel.item(COMMENT)
+    if not old:
+        error: StorageError = CommentNotFound(f"comment {comment_id} does not exist")
+        return _settle_all(again, error)
+    comment = item_to_comment(old)
+    if not comment.published:
+        return _settle_all(again, NotPublished("only published comments can be voted on"))
+    for ballot in [b for b in again if b.voter == comment.author_id]:
+        ballot.settle(OwnComment("authors cannot vote on their own comment"))
+    again = [b for b in again if b.voter != comment.author_id]
+    held = {Vote.HELPFUL: comment.helpful, Vote.NOT_HELPFUL: comment.not_helpful}
+    for vote, count in held.items():
+        if count < sum(b.before is vote for b in again):
+            # The count holds fewer votes than the vote items: counts drifted, which no
+            # retry mends (``repair`` does).
+            broken = CounterInvariantBroken(f"comment {comment_id}: {vote.value} below its votes")
+            return _settle_all([b for b in again if b.before is vote], broken) + [
+                b for b in again if b.before is not vote
+            ]
+    return again
+
+
+def _settle_all(ballots: list[Ballot], error: StorageError) -> list[Ballot]:
+    for ballot in ballots:
+        ballot.settle(error)
+    return []
+
+
+def _name(n: int) -> str:
+    return f"vote {n}"
+
+
+def _parts(
+    table: TableRef, comment_id: str, going: list[Ballot], predicted: str | None
+) -> list[Part]:
+    """Each vote item on its own condition, and the comment's counts moved by their sum
+    (with HSK as predicted, unconditioned: the read after the commit checks it)."""
+    parts = [_vote_part(table, comment_id, n, b) for n, b in enumerate(going)]
+    u = Update()
+    if predicted is not None:
+        u.set(HELPFUL_SORT_KEY, predicted)
+    for attr, vote in ((HELPFUL_ATTR, Vote.HELPFUL), (NOT_HELPFUL_ATTR, Vote.NOT_HELPFUL)):
+        delta = sum(b.delta(vote) for b in going)
+        if delta:
+            u.add(attr, delta)
+        withdrawn = sum(b.before is vote for b in going)
+        if withdrawn:
+            # Always true while counts equal the vote items (the withdrawn ones are in
+            # it): a count never goes below zero, even a drifted one.
+            u.condition(Attr(attr).ge(withdrawn))
+    # Old processes write the whole comment on the condition of the version they read:
+    # moving it makes them read again rather than overwrite these counts.
+    u.add(VERSION_ATTR, 1)
+    u.condition(Attr("PK").exists())
+    u.condition(_published())
+    u.condition(~Attr("author").is_in([b.voter for b in going]))
+    request = u.request(table.name, comment_key(comment_id), return_old=True)
+    return [*parts, Part(COMMENT, {"Update": request})]
+
+
+def _published() -> Condition:
+    # Comments written before statuses existed were all published.
+    status = Attr(STATUS_ATTR)
+    return status.eq(Status.PUBLISHED.value) | status.not_exists()
+
+
+def _vote_part(table: TableRef, comment_id: str, n: int, ballot: Ballot) -> Part:
+    """The vote item's write, on the condition that it is still ``before``."""
+    before = ballot.before
+    as_read = Attr("PK").not_exists() if before is None else Attr(VOTE_ATTR).eq(before.value)
+    key = vote_key(comment_id, ballot.voter)
+    if ballot.after is None:
+        return Part(_name(n), {"Delete": delete_request(table.name, key, as_read)})
+    item: Item = {**key, VOTE_ATTR: {"S": ballot.after.value}, "votedAt": {"S": ballot.now}}
+    return Part(_name(n), {"Put": put_request(table.name, item, as_read)})
+
+
+def vote_key(comment_id: str, voter: str) -> Item:
+    return {"PK": {"S": keys.comment_pk(comment_id)}, "SK": {"S": keys.vote_sk(voter)}}
+
+
+def helpful_key(item: Item) -> str | None:
+    """The HSK a comment item should carry: None unless it is published."""
+    comment = item_to_comment(item)
+    if not comment.published:
+        return None
+    return keys.helpful_sort_key(comment.helpful, comment.sort_key)
+
+
+def _key_is_stale(item: Item) -> bool:
+    want = helpful_key(item)
+    return want is not None and item.get(HELPFUL_SORT_KEY, {}).get("S") != want
+
+
+async def bring_key_up(table: TableRef, item: Item, backoff: Backoff) -> bool:
+    """Set the comment's HSK from ``item`` (as read, strongly consistent) on the condition
+    that its helpful count is still the one read and it is still published; True when it
+    was set. Contention with a transaction on the comment is retried a few times; a failed
+    condition means a later write moved the count and sets the key after it."""
+    want = helpful_key(item)
+    if want is None:
+        return False
+    count = item_to_comment(item).helpful
+    helpful = Attr(HELPFUL_ATTR)
+    u = Update()
+    u.set(HELPFUL_SORT_KEY, want)
+    u.condition(Attr("PK").exists())  # a deleted comment is not made again
+    u.condition(helpful.eq(count) if count else helpful.not_exists() | helpful.eq(0))
+    u.condition(_published())
+    for attempt in range(1, FOLLOW_UP_ATTEMPTS + 1):
+        try:
+            await table.client.update_item(
+                **u.request(table.name, comment_key(item_to_comment(item).comment_id))
+            )
+            return True
+        except ConditionFailed:
+            return False
+        except Throttled:
+            await backoff.sleep(attempt)
+        except StorageError:
+            return False  # left for the next vote on the comment, or repair
+    return False
