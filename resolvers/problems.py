@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from storage import errors as storage_errors
+from storage.metering import Meter
 
 T = TypeVar("T")
 
@@ -84,6 +85,14 @@ def refused(exc: storage_errors.StorageError, field: tuple[str, ...] | None) -> 
         raise ValueError(f"{type(exc).__name__} is not a problem of the input") from exc
     message = next((m for kind, m in _MESSAGES if isinstance(exc, kind)), str(exc))
     return Problems([Problem(field, message, code)])
+
+
+def not_found(meter: Meter, field: tuple[str, ...] | None) -> Problems:
+    """NOT_FOUND for a comment that does not exist or that the caller may not see: the two
+    answer alike, storage figures included (a write read the hidden one to refuse it, so
+    the figures that depend on what storage holds are not shown)."""
+    meter.conceal()
+    return refused(storage_errors.CommentNotFound("the comment does not exist"), field)
 
 
 class Checks:

@@ -153,6 +153,8 @@ class Meter:
     # Of the figures above, what the caller may not know was read (see ``hide_read``).
     hidden_items: int = 0
     hidden_read_capacity: float = 0.0
+    # Set when the answer says "not found" for what may exist unseen (``conceal``).
+    concealed: bool = False
 
     def admit(self, operation: str) -> None:
         """Count a call about to start, or raise CallBudgetExceeded if it would exceed the
@@ -182,6 +184,12 @@ class Meter:
         self.hidden_items += items
         self.hidden_read_capacity += read_capacity
 
+    def conceal(self) -> None:
+        """Show no figures that depend on what storage holds for this request: it answers
+        "not found" for something that may exist where the caller may not see it (a write
+        that read it to refuse it), and should read exactly as a miss does."""
+        self.concealed = True
+
     def summary(self, *, detailed: bool = True) -> dict[str, Any]:
         """The figures of this request, as its caller may see them. Items read and
         capacity depend on what storage holds, so ``detailed=False`` leaves them out (the
@@ -191,7 +199,7 @@ class Meter:
             "calls": self.total_calls,
             "callsByOperation": dict(sorted(self.calls.items())),
         }
-        if detailed:
+        if detailed and not self.concealed:
             figures |= {
                 "itemsRead": self.items_read - self.hidden_items,
                 "readCapacityUnits": round(self.read_capacity - self.hidden_read_capacity, 3),

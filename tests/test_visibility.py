@@ -429,6 +429,59 @@ async def test_explain_figures_of_a_hidden_comment_are_an_unknown_ids(
         assert answers[0] == answers[1]
 
 
+# Writes that read a comment to refuse it, each by someone who may not see a pending one.
+HIDDEN_WRITES = {
+    "vote": (
+        "other",
+        "mutation($id: ID!) { voteHelpful(input: {id: $id, vote: HELPFUL}) "
+        "{ userErrors { code field } } }",
+    ),
+    "report": (
+        "other",
+        "mutation($id: ID!) { reportComment(input: {id: $id, reason: SPAM}) "
+        "{ userErrors { code field } } }",
+    ),
+    "reply": (
+        "merchant",
+        'mutation($id: ID!) { replyToComment(input: {id: $id, body: "Thanks"}) '
+        "{ userErrors { code field } } }",
+    ),
+    "delete": (
+        "other",
+        "mutation($id: ID!) { deleteComment(input: {id: $id}) { userErrors { code field } } }",
+    ),
+    "edit": (
+        "other",
+        'mutation($id: ID!) { updateComment(input: {id: $id, body: "mine now"}) '
+        "{ userErrors { code field } } }",
+    ),
+    "unreply": (
+        "merchant",
+        "mutation($id: ID!) { deleteReply(input: {id: $id}) { userErrors { code field } } }",
+    ),
+}
+
+
+@pytest.mark.parametrize("write", sorted(HIDDEN_WRITES))
+async def test_a_write_refused_on_a_hidden_comment_reads_as_one_on_an_unknown_id(
+    setup: tuple[Api, Api, TableRef], write: str
+) -> None:
+    # With EXPLAIN on, a write's figures are shown too: one that read a pending comment to
+    # answer NOT_FOUND must show what one on an id that does not exist shows.
+    _, pre, _ = setup
+    hidden = await create(pre, own_product_id())
+    who, mutation = HIDDEN_WRITES[write]
+    answers = []
+    for cid in (hidden, "0" * 32):
+        gid = str(relay.GlobalID("Comment", cid))
+        body = await pre.gql(mutation, {"id": gid}, ROLES[who])
+        del body["extensions"]["requestId"]
+        answers.append(body)
+    (payload,) = answers[0]["data"].values()
+    assert payload["userErrors"][0]["code"] == "NOT_FOUND"
+    assert answers[0] == answers[1]
+
+
 async def test_a_moderator_decides_on_the_revision_they_reviewed(
     setup: tuple[Api, Api, TableRef],
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from resolvers.comments.rates import take_turn
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
-from resolvers.problems import Checks, refused
+from resolvers.problems import Checks, not_found, refused
 from storage import keys
 from storage.errors import CommentNotFound, NotAuthor
 from storage.model import Comment, clean_body, clean_title
@@ -47,7 +47,7 @@ async def update_comment(
             )
         )
     except CommentNotFound as exc:
-        raise refused(exc, (*field, "id")) from exc
+        raise not_found(ctx.meter, (*field, "id")) from exc
     except NotAuthor as exc:
         raise refused(exc, None) from exc
     ctx.loaders.forget_writes(comment_id)

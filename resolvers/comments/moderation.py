@@ -7,7 +7,7 @@ from resolvers.comments.visibility import may_see
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
-from resolvers.problems import Checks, Problem, ProblemCode, Problems, refused
+from resolvers.problems import Checks, Problem, ProblemCode, Problems, not_found, refused
 from storage import keys
 from storage.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
 from storage.model import REPORT_REASONS, Comment, clean_note
@@ -42,7 +42,7 @@ async def moderate(
             )
         )
     except CommentNotFound as exc:
-        raise refused(exc, (*field, "id")) from exc
+        raise not_found(ctx.meter, (*field, "id")) from exc
     except RevisedSinceReview as exc:
         raise Problems(
             [
@@ -82,12 +82,12 @@ async def report(ctx: Context, comment_id: str, reason: str, note: str | None) -
             )
         )
     except CommentNotFound as exc:
-        raise refused(exc, (*field, "id")) from exc
+        raise not_found(ctx.meter, (*field, "id")) from exc
     except NotPublished as exc:
         # Only moderators (and the author, refused first as OwnComment) may know an
         # unpublished comment exists.
         if not who.is_moderator:
-            raise refused(CommentNotFound("the comment does not exist"), (*field, "id")) from exc
+            raise not_found(ctx.meter, (*field, "id")) from exc
         raise refused(exc, (*field, "id")) from exc
     except OwnComment as exc:
         raise refused(exc, (*field, "id")) from exc

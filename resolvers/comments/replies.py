@@ -7,7 +7,7 @@ from resolvers.comments.rates import take_turn
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
-from resolvers.problems import Checks, refused
+from resolvers.problems import Checks, not_found, refused
 from storage import keys
 from storage.errors import CommentNotFound, NoReply, NotPublished
 from storage.model import Comment, clean_reply
@@ -37,10 +37,10 @@ async def reply(ctx: Context, comment_id: str, body: str) -> Comment:
             reply_to_comment(ctx.table, comment_id, body, merchant_name=name)
         )
     except CommentNotFound as exc:
-        raise refused(exc, (*field, "id")) from exc
+        raise not_found(ctx.meter, (*field, "id")) from exc
     except NotPublished as exc:
         if not moderator:  # an unpublished comment does not exist for merchants
-            raise refused(CommentNotFound("the comment does not exist"), (*field, "id")) from exc
+            raise not_found(ctx.meter, (*field, "id")) from exc
         raise refused(exc, (*field, "id")) from exc
     ctx.loaders.forget_writes(comment_id)
     return replied
@@ -57,9 +57,11 @@ async def remove_reply(ctx: Context, comment_id: str) -> Comment:
     await take_turn(ctx, who, Family.REPLY)
     try:
         done = await ctx.storage(delete_reply(ctx.table, comment_id, published_only=not moderator))
-    except (CommentNotFound, NoReply) as exc:
+    except CommentNotFound as exc:
+        raise not_found(ctx.meter, field) from exc
+    except NoReply as exc:
         raise refused(exc, field) from exc
     except NotPublished as exc:
-        raise refused(CommentNotFound("the comment does not exist"), field) from exc
+        raise not_found(ctx.meter, field) from exc
     ctx.loaders.forget_writes(comment_id)
     return done

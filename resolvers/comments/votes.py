@@ -6,7 +6,7 @@ from resolvers.comments.rates import take_turn
 from resolvers.comments.visibility import reader
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
-from resolvers.problems import Checks, refused
+from resolvers.problems import Checks, not_found, refused
 from storage import keys
 from storage.errors import CommentNotFound, NotPublished, OwnComment
 from storage.model import Comment, Vote
@@ -26,13 +26,15 @@ async def vote(ctx: Context, comment_id: str, verdict: Vote | None) -> Comment:
         result = await ctx.storage(
             vote_helpful(ctx.table, comment_id, voter=who.author_id, vote=verdict)
         )
-    except (CommentNotFound, OwnComment) as exc:
+    except CommentNotFound as exc:
+        raise not_found(ctx.meter, field) from exc
+    except OwnComment as exc:
         raise refused(exc, field) from exc
     except NotPublished as exc:
         # Only its author (refused first, as OwnComment) and moderators may know an
         # unpublished comment exists.
         if not who.is_moderator:
-            raise refused(CommentNotFound("the comment does not exist"), field) from exc
+            raise not_found(ctx.meter, field) from exc
         raise refused(exc, field) from exc
     ctx.loaders.forget_writes(comment_id)
     ctx.loaders.votes.clear((who.author_id, comment_id))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from resolvers.auth import Viewer, authenticate
 from resolvers.comments.rates import take_turn
 from resolvers.context import Context
-from resolvers.problems import Checks, refused
+from resolvers.problems import Checks, not_found, refused
 from storage import keys
 from storage.errors import CommentNotFound, CommentsPerProductLimit, IdempotencyKeyReused, NotAuthor
 from storage.model import Comment, NewComment, check_idempotency_key, clean_body, clean_title
@@ -87,7 +87,7 @@ async def delete_comment(ctx: Context, comment_id: str) -> Comment:
             remove_comment(ctx.table, comment_id, author_id=author, clean_up=False)
         )
     except CommentNotFound as exc:
-        raise refused(exc, field) from exc
+        raise not_found(ctx.meter, field) from exc
     except NotAuthor as exc:
         raise refused(exc, None) from exc
     ctx.loaders.forget_writes(comment_id)
