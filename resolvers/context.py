@@ -52,6 +52,8 @@ class Context:
     feed: Feed | None = None
     # What a WebSocket client sent with connection_init (Strawberry sets it).
     connection_params: dict[str, object] | None = None
+    # Whether the request came over a WebSocket (subscriptions run there only).
+    over_socket: bool = False
     # The operation the request runs, as the client named it or, once the document is
     # parsed, as the document does (for the server's metrics, traces and logs).
     operation_name: str | None = None

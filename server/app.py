@@ -164,9 +164,10 @@ class GraphQLApp(GraphQL[Context, None]):
         self.event_groups = EventGroups(
             product_cost=settings.subscription_product_cost,
             process_cost=settings.subscription_process_cost,
+            client_cost=settings.subscription_client_cost,
             max_members=settings.subscriptions_per_process,
             queue_size=settings.subscription_queue,
-            max_bytes=settings.max_response_bytes,
+            max_bytes=min(settings.max_response_bytes, settings.subscription_event_bytes),
         )
         self.max_response_bytes = settings.max_response_bytes
         trusted = None
@@ -417,6 +418,7 @@ class GraphQLApp(GraphQL[Context, None]):
             report_threshold=runtime.settings.report_threshold,
             feed=runtime.feed,
         )
+        context.over_socket = isinstance(request, WebSocket)
         exchange = exchange_of(request.scope)
         if exchange is not None:
             exchange.context = context

@@ -17,15 +17,22 @@ given back when it ends:
 - per subscription and per connection: the handler's (server.subscriptions);
 - per product: the points of the distinct groups on one product, which bound the work one
   write to it makes in this process, however many subscribe (``product_cost``);
+- per client (an IPv4 address or an IPv6 /64): the points of the groups it started and
+  that still run (``client_cost``), so that no one client takes a product's or the
+  process's budget; joining a group that runs costs a client nothing;
 - per process: the points of all its groups (``process_cost``);
 - and the count of subscriptions the process holds (``max_members``).
 
-Past the last three a subscription is refused with TOO_MANY_SUBSCRIPTIONS (retry later).
+Past any of the last four a subscription is refused with TOO_MANY_SUBSCRIPTIONS (retry
+later).
 
 Buffers: a group holds no events (it hands each result out as it comes); each member
 holds at most ``queue_size`` results, references to the group's one copy, each at most
-``max_bytes`` of JSON (a larger event ends the group with QUERY_TOO_COMPLEX). A member
-that falls that far behind is ended with TOO_SLOW, alone.
+``max_bytes`` of JSON (a larger event, or a larger list of errors, ends the group with
+QUERY_TOO_COMPLEX). A member that falls that far behind is ended with TOO_SLOW, alone. What
+is encoded for a connection is its own: server.subscriptions encodes and sends one message
+of a connection at a time, so a connection holds at most one encoded event beyond what
+its socket is sending.
 """
 
 from __future__ import annotations
@@ -100,6 +107,23 @@ def result_bytes(result: ExecutionResult) -> int:
     return len(orjson.dumps({"data": result.data, "errors": errors}, default=str))
 
 
+def bounded(result: ExecutionResult, max_bytes: int) -> tuple[ExecutionResult, bool]:
+    """The result, or an error in its place when it is larger than ``max_bytes`` of JSON
+    (with whether it was replaced: the subscription ends then)."""
+    size = result_bytes(result)
+    if size <= max_bytes:
+        return result, False
+    what = "An event" if result.data is not None else "The errors"
+    message = (
+        f"{what} of this subscription came to {size} bytes; at most {max_bytes} are "
+        "allowed (MAX_RESPONSE_BYTES, SUBSCRIPTION_EVENT_BYTES). Select fewer fields."
+    )
+    error = GraphQLError(message, extensions={"code": "QUERY_TOO_COMPLEX"})
+    if isinstance(result, PreExecutionError):
+        return PreExecutionError(data=None, errors=[error]), True
+    return ExecutionResult(data=None, errors=[error]), True
+
+
 @dataclass(eq=False, slots=True)
 class Member:
     """One subscription of a group: the results handed to it, until it ends."""
@@ -147,6 +171,8 @@ class Group:
     key: GroupKey
     product_id: str
     points: int
+    # The client that started it, whose budget it counts against while it runs.
+    client: str
     members: set[Member] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
     # Resolutions run (events resolved once for all members); tests read it.
@@ -159,11 +185,13 @@ class EventGroups:
 
     product_cost: int
     process_cost: int
+    client_cost: int
     max_members: int
     queue_size: int
     max_bytes: int
     _groups: dict[GroupKey, Group] = field(default_factory=dict, init=False)
     _product_points: dict[str, int] = field(default_factory=dict, init=False)
+    _client_points: dict[str, int] = field(default_factory=dict, init=False)
     # Points of all groups, and subscriptions held, now.
     points: int = field(default=0, init=False)
     members: int = field(default=0, init=False)
@@ -175,9 +203,12 @@ class EventGroups:
     def group_of(self, key: GroupKey) -> Group | None:
         return self._groups.get(key)
 
-    def join(self, key: GroupKey, product_id: str, points: int, start: Start) -> Member:
+    def join(
+        self, key: GroupKey, product_id: str, points: int, start: Start, client: str = "-"
+    ) -> Member:
         """A member of the group of ``key``, made (and started with ``start``) if there is
-        none. Raises Refused over a budget of the product or the process."""
+        none, for ``client`` (server.forwarded.client_key). Raises Refused over a budget of
+        the product, the client or the process."""
         if self.members >= self.max_members:
             raise Refused(
                 "TOO_MANY_SUBSCRIPTIONS",
@@ -194,15 +225,25 @@ class EventGroups:
                     "Subscribe with the same document as other viewers of the page, or "
                     "retry later.",
                 )
+            by_client = self._client_points.get(client, 0)
+            if by_client + points > self.client_cost:
+                raise Refused(
+                    "TOO_MANY_SUBSCRIPTIONS",
+                    f"The subscriptions this address started would cost {by_client + points} "
+                    f"points per event in this server; at most {self.client_cost} are "
+                    "allowed. Subscribe with the same document as other viewers of the "
+                    "page, or complete one first.",
+                )
             if self.points + points > self.process_cost:
                 raise Refused(
                     "TOO_MANY_SUBSCRIPTIONS",
                     f"This server's live updates would cost {self.points + points} points "
                     f"per event; at most {self.process_cost} are allowed. Retry later.",
                 )
-            group = Group(key, product_id, points)
+            group = Group(key, product_id, points, client)
             self._groups[key] = group
             self._product_points[product_id] = on_product + points
+            self._client_points[client] = by_client + points
             self.points += points
             group.task = asyncio.create_task(self._run(group, start))
         member = Member(group, self.queue_size)
@@ -228,11 +269,8 @@ class EventGroups:
         if self._groups.get(group.key) is not group:
             return
         del self._groups[group.key]
-        left = self._product_points[group.product_id] - group.points
-        if left:
-            self._product_points[group.product_id] = left
-        else:
-            del self._product_points[group.product_id]
+        _give_back(self._product_points, group.product_id, group.points)
+        _give_back(self._client_points, group.client, group.points)
         self.points -= group.points
 
     async def _run(self, group: Group, start: Start) -> None:
@@ -263,16 +301,8 @@ class EventGroups:
         ending = isinstance(result, PreExecutionError) or (
             result.data is None and bool(result.errors)
         )
-        if not ending:
-            size = result_bytes(result)
-            if size > self.max_bytes:
-                result = _ended(
-                    "QUERY_TOO_COMPLEX",
-                    f"An event of this subscription was {size} bytes; at most "
-                    f"{self.max_bytes} are allowed (MAX_RESPONSE_BYTES). Select fewer "
-                    "fields.",
-                )
-                ending = True
+        result, replaced = bounded(result, self.max_bytes)
+        ending = ending or replaced
         if ending:
             # Nobody joins a group that is ending: a newcomer starts a group of its own.
             self._dissolve(group)
@@ -283,3 +313,12 @@ class EventGroups:
     def _broadcast(group: Group, result: ExecutionResult) -> None:
         for member in list(group.members):
             member.put(result)
+
+
+def _give_back(points: dict[str, int], key: str, given: int) -> None:
+    """Take ``given`` points off ``key``'s, keeping no entry at zero."""
+    left = points[key] - given
+    if left:
+        points[key] = left
+    else:
+        del points[key]

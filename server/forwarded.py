@@ -78,6 +78,21 @@ class TrustedProxies:
         )
 
 
+# An IPv6 client is one /64 (what one subscriber line or host is given): counted by its
+# full address, one host could rotate through 2**64 of them.
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_key(address: IPAddress | None) -> str:
+    """What a limit per client counts by: an IPv4 address, or an IPv6 address's /64
+    (``"-"``: no IP peer, a Unix socket)."""
+    if address is None:
+        return "-"
+    if isinstance(address, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((address, IPV6_CLIENT_PREFIX), strict=False))
+    return str(address)
+
+
 def client_address(scope: Scope, trusted: TrustedProxies) -> IPAddress | None:
     """The address of the client this connection (HTTP or WebSocket) serves; None when its
     peer is not an IP socket (a Unix socket) and no trusted proxy named one."""

@@ -270,7 +270,7 @@ class Settings(StorageSettings, TokenSettings):
     # What live updates may cost, in points: the storage calls one event of a subscription
     # may make (schema.cost's estimate of its document) plus one for resolving it at all.
     # Charged once, when the subscription starts: per subscription (its document), per
-    # connection (its subscriptions), per product and per process (the distinct
+    # connection (its subscriptions), per product, per client and per process (the distinct
     # resolutions: subscribers sharing a document, variables and view share one). Refused
     # over any of them: QUERY_TOO_COMPLEX for the first two, TOO_MANY_SUBSCRIPTIONS for the
     # others (server.event_groups).
@@ -278,6 +278,14 @@ class Settings(StorageSettings, TokenSettings):
     subscription_connection_cost: int = Field(default=20, ge=1, le=10_000)
     subscription_product_cost: int = Field(default=200, ge=1, le=1_000_000)
     subscription_process_cost: int = Field(default=5000, ge=1, le=10_000_000)
+    # The points of the groups one client (an IPv4 address, an IPv6 /64) started and that
+    # still run: joining a running group is free, so viewers of a page share it, and no
+    # one client takes a product's or the process's budget.
+    subscription_client_cost: int = Field(default=40, ge=1, le=1_000_000)
+    # Bytes of JSON one subscription event may hold (and MAX_RESPONSE_BYTES, if smaller):
+    # an event is one comment and the counters, whose texts at their limits come to well
+    # under this; a larger one ends its subscription with QUERY_TOO_COMPLEX.
+    subscription_event_bytes: int = Field(default=128 * 1024, ge=1024, le=64 * 1024 * 1024)
     # Events waiting for one subscriber before it is ended as TOO_SLOW.
     subscription_queue: int = Field(default=DEFAULT_QUEUE, ge=1, le=10_000)
     # Seconds a connection may stay without a subscription (then closed, 4000), and may

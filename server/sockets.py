@@ -1,13 +1,14 @@
 """Places for WebSocket connections in one process, so that no client can take them all.
 
 A connection takes three kinds of place: one of the process's (``MAX_WEBSOCKETS``), one of
-its client address's (``MAX_WEBSOCKETS_PER_ADDRESS``, the address server.forwarded gives)
-when it is opened, and one of its token holder's (``MAX_WEBSOCKETS_PER_TOKEN``, by the
-token's subject, so that fresh tokens of one holder share them) when connection_init brings
-a token. Past either of the first two the socket is accepted and closed at once with 1013
-(try again later); past the third, with 4029 and a reason. ``graphql-ws`` retries both with
-its back-off: it gives up at once only on the protocol's fatal codes (4400, 4401, 4406,
-4409, 4429, 4500) and on 1xxx errors other than the passing ones (1013 among those).
+its client address's (``MAX_WEBSOCKETS_PER_ADDRESS``, the address server.forwarded gives,
+an IPv6 client counted by its /64) when it is opened, and one of its token holder's
+(``MAX_WEBSOCKETS_PER_TOKEN``, by the token's subject, so that fresh tokens of one holder
+share them) when connection_init brings a token. Past either of the first two the socket
+is accepted and closed at once with 1013 (try again later); past the third, with 4029 and
+a reason. ``graphql-ws`` retries both with its back-off: it gives up at once only on the
+protocol's fatal codes (4400, 4401, 4406, 4409, 4429, 4500) and on 1xxx errors other than
+the passing ones (1013 among those).
 
 The counts per address and per holder keep an entry only while it is above zero, so they
 never hold more entries than there are sockets open (``MAX_WEBSOCKETS``), each a short key.
@@ -22,7 +23,7 @@ from typing import TypeVar
 
 from starlette.types import Message, Send
 
-from server.forwarded import IPAddress
+from server.forwarded import IPAddress, client_key
 
 # Close codes: the process or the address has no place left (RFC 6455's "try again later"),
 # the token's holder has none (4000-4399 are the application's; the protocol's are 44xx).
@@ -68,17 +69,18 @@ class SocketPlaces:
     per_address: int
     per_token: int
     open: int = 0
-    addresses: Counter[IPAddress | None] = field(default_factory=Counter)
+    # Sockets per client (server.forwarded.client_key: an IPv6 client is its /64).
+    addresses: Counter[str] = field(default_factory=Counter)
     holders: Counter[str] = field(default_factory=Counter)
 
     def take(self, address: IPAddress | None, send: Send) -> Socket | str:
         """A place for a new connection from ``address``, or why there is none."""
         if self.open >= self.total:
             return PROCESS_FULL
-        if self.addresses[address] >= self.per_address:
+        if self.addresses[client_key(address)] >= self.per_address:
             return ADDRESS_FULL
         self.open += 1
-        self.addresses[address] += 1
+        self.addresses[client_key(address)] += 1
         return Socket(send, address)
 
     def take_for_holder(self, socket: Socket, holder: str) -> bool:
@@ -91,7 +93,7 @@ class SocketPlaces:
 
     def give_back(self, socket: Socket) -> None:
         self.open -= 1
-        _decrement(self.addresses, socket.address)
+        _decrement(self.addresses, client_key(socket.address))
         if socket.holder is not None:
             _decrement(self.holders, socket.holder)
             socket.holder = None

@@ -40,10 +40,14 @@ from cross_web import HTTPException
 from graphql import (
     DocumentNode,
     FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
     GraphQLError,
     GraphQLSchema,
     GraphQLSyntaxError,
+    InlineFragmentNode,
     OperationType,
+    SelectionSetNode,
     TypeInfo,
     TypeInfoVisitor,
     Visitor,
@@ -60,7 +64,10 @@ from strawberry.schema import BaseSchema
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
-from strawberry.subscriptions.protocols.graphql_transport_ws.types import SubscribeMessage
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    CompleteMessage,
+    SubscribeMessage,
+)
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
@@ -71,8 +78,10 @@ from schema import SchemaOptions
 from schema.cost import Refusal, estimate, over_budget, select_operation
 from schema.errors import with_codes
 from server import metrics as process_metrics
-from server.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refused
+from server.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refused, bounded
+from server.forwarded import client_key
 from server.persisted import PersistedQueries
+from server.sockets import CURRENT
 from server.transport import Refused as TransportRefused
 
 # Close code of a connection that held no subscription for the idle timeout (4000-4399 are
@@ -124,13 +133,23 @@ class TextFrames(ASGIWebSocketAdapter):
     client refuses those), and read with orjson (which refuses nesting deep enough to
     exhaust the interpreter's recursion, as for HTTP bodies)."""
 
+    _sending: asyncio.Lock | None = None
+
     async def send_json(self, message: Mapping[str, object]) -> None:
-        encoded = self.view.encode_json(message)
-        text = encoded.decode() if isinstance(encoded, bytes) else encoded
-        try:
-            await self.ws.send_text(text)
-        except WebSocketDisconnect as exc:
-            raise WebSocketDisconnected from exc
+        # One message of a connection at a time, encoded only when its turn comes: the
+        # subscriptions of a connection that reads slowly wait here holding references to
+        # their events, not one encoded copy each (a shared event, encoded per member and
+        # held in front of a socket nobody reads, would multiply by its subscriptions).
+        if self._sending is None:
+            self._sending = asyncio.Lock()
+        async with self._sending:
+            encoded = self.view.encode_json(message)
+            text = encoded.decode() if isinstance(encoded, bytes) else encoded
+            del encoded
+            try:
+                await self.ws.send_text(text)
+            except WebSocketDisconnect as exc:
+                raise WebSocketDisconnected from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +161,9 @@ class Accepted:
     points: int
     product_id: str
     per_viewer: bool
+    # The operation's variables as declared and coerced (what the group is keyed by:
+    # anything else a client sends in them changes nothing).
+    variables: dict[str, Any]
 
 
 class _Operations:
@@ -175,7 +197,8 @@ class _Operations:
     ) -> AsyncGenerator[ExecutionResult, None]:
         accepted = self._accept(query, variables, operation_name)
         if isinstance(accepted, PreExecutionError):
-            yield self._coded(accepted, connection)
+            refusal, _ = bounded(self._coded(accepted, connection), self.handler.max_bytes)
+            yield refusal
             return
         assert query is not None
         handler = self.handler
@@ -190,7 +213,7 @@ class _Operations:
             yield self._coded(refused, connection)
             return
         viewer = connection.authorization if accepted.per_viewer else None
-        key = GroupKey.of(query, operation_name, variables, viewer)
+        key = GroupKey.of(query, operation_name, accepted.variables, viewer)
 
         async def start() -> AsyncGenerator[ExecutionResult, None]:
             # The group's own context: the connection's caller when the answer depends on
@@ -201,7 +224,9 @@ class _Operations:
             return self._resolved(query, variables, context, root_value, operation_name)
 
         try:
-            member = handler.groups.join(key, accepted.product_id, accepted.points, start)
+            member = handler.groups.join(
+                key, accepted.product_id, accepted.points, start, handler.client
+            )
         except Refused as refused_here:
             refusal = PreExecutionError(data=None, errors=[refused_here.error()])
             yield self._coded(refusal, connection)
@@ -284,10 +309,15 @@ class _Operations:
                 "storage.",
                 "QUERY_TOO_COMPLEX",
             )
+        root = _root_arguments(schema, document, operation_name, variables)
+        product_id = None if root is None else root[0].get("productId")
+        if root is None or not isinstance(product_id, str):
+            return _error("The subscription names no product to watch.", "BAD_USER_INPUT")
         return Accepted(
             points=found.points + 1,
-            product_id=_product_of(schema, document, operation_name, variables),
+            product_id=product_id,
             per_viewer=_selects(schema, document, VIEWER_FIELDS),
+            variables=root[1],
         )
 
     def _coded(self, result: ExecutionResult, context: Context) -> ExecutionResult:
@@ -311,6 +341,10 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         self.schema = _Operations(self.schema, self)  # type: ignore[assignment]
         # Points this connection's subscriptions hold (at most limits.connection_cost).
         self.points = 0
+        # Whose budget the groups this connection starts count against (its client's).
+        socket = CURRENT.get()
+        self.client = client_key(None if socket is None else socket.address)
+        self.max_bytes: int = self.groups.max_bytes
         self._idle: asyncio.Task[None] | None = None
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
@@ -359,6 +393,14 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         if data.query is not None and data.query != query:
             message = {**message, "payload": {**message["payload"], "query": data.query}}
         await super().handle_subscribe(message)
+
+    async def handle_complete(self, message: CompleteMessage) -> None:
+        # The protocol's shape: a string id (Strawberry would fail on a list with a
+        # traceback and an abrupt close).
+        if not isinstance(dict(message).get("id"), str):
+            await self.websocket.close(code=4400, reason="Invalid complete message")
+            return
+        await super().handle_complete(message)
 
     def on_request_accepted(self) -> None:
         super().on_request_accepted()
@@ -413,24 +455,38 @@ def _selects(
     return found
 
 
-def _product_of(
+def _root_arguments(
     schema: GraphQLSchema, document: DocumentNode, operation_name: str | None, variables: object
-) -> str:
-    """The product a subscription watches: its root field's productId (the resolver
-    validates it; the budget only needs a name to charge)."""
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The arguments of the subscription's root field (a subscription has one), found
+    through fragments and inline fragments, and the operation's coerced variables; None
+    when there is no such field or they do not coerce (execution refuses it then)."""
     operation = select_operation(document, operation_name)
     root = schema.subscription_type
     given = variables if isinstance(variables, dict) else {}
     coerced = get_variable_values(schema, operation.variable_definitions or (), given)
     if root is None or isinstance(coerced, list):
-        return ""
-    for selection in operation.selection_set.selections:
-        if isinstance(selection, FieldNode) and selection.name.value in root.fields:
-            try:
-                arguments = get_argument_values(
-                    root.fields[selection.name.value], selection, coerced
-                )
-            except GraphQLError:
-                return ""
-            return str(arguments.get("productId", ""))
-    return ""
+        return None
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    pending: list[SelectionSetNode] = [operation.selection_set]
+    seen: set[str] = set()
+    while pending:
+        for selection in pending.pop().selections:
+            if isinstance(selection, FieldNode) and selection.name.value in root.fields:
+                try:
+                    arguments = get_argument_values(
+                        root.fields[selection.name.value], selection, coerced
+                    )
+                except GraphQLError:
+                    return None
+                return arguments, dict(coerced.coerced)
+            if isinstance(selection, InlineFragmentNode):
+                pending.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name not in seen and name in fragments:
+                    seen.add(name)
+                    pending.append(fragments[name].selection_set)
+    return None

@@ -16,9 +16,11 @@ from typing import Any, Final, Literal
 
 import orjson
 from cross_web import HTTPException
+from graphql import GraphQLError
 from starlette.responses import Response
 from strawberry.extensions import SchemaExtension
 from strawberry.types.execution import PreExecutionError
+from strawberry.types.graphql import OperationType
 
 GRAPHQL_RESPONSE_JSON: Final = "application/graphql-response+json"
 JSON: Final = "application/json"
@@ -144,4 +146,15 @@ class RequestErrors(SchemaExtension):
         made = context.result
         if made is not None and not isinstance(made, PreExecutionError):
             context.result = PreExecutionError(data=None, errors=list(made.errors or []))
+        elif context.operation_type is OperationType.SUBSCRIPTION and not getattr(
+            context.context, "over_socket", False
+        ):
+            # Strawberry lets a subscription through GET and POST, where it would run as a
+            # query and fail inside; it is a request error of the client's instead.
+            refused = GraphQLError(
+                "Subscriptions are served over WebSocket (graphql-transport-ws) at this "
+                "path; send queries and mutations over HTTP.",
+                extensions={"code": "BAD_USER_INPUT"},
+            )
+            context.result = PreExecutionError(data=None, errors=[refused])
         yield

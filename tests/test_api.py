@@ -928,3 +928,18 @@ async def test_answers_are_bounded_in_bytes(table: TableRef) -> None:
         got = await small.http.get("/graphql", params={"query": f"{{ {many} }}"})
         assert got.json()["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
         assert got.headers["cache-control"] == "no-store"
+
+
+async def test_a_subscription_over_http_is_a_request_error(table: TableRef) -> None:
+    query = 'subscription { commentEvents(productId: "p") { kind } }'
+    async with running_api(table.client, table.name) as api:
+        for accept in ("application/json", "application/graphql-response+json"):
+            response = await api.http.post(
+                "/graphql", json={"query": query}, headers={"accept": accept}
+            )
+            body = response.json()
+            assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT", body
+            assert "WebSocket" in body["errors"][0]["message"]
+        assert response.status_code == 400  # graphql-response+json: nothing was executed
+        got = await api.http.get("/graphql", params={"query": query})
+        assert got.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"

@@ -7,18 +7,21 @@ import asyncio
 import random
 from collections.abc import AsyncGenerator
 
+import orjson
 import pytest
 from graphql import GraphQLError
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
-from server.event_groups import EventGroups, GroupKey, Member, Refused
+from server.event_groups import EventGroups, GroupKey, Member, Refused, result_bytes
+from server.subscriptions import TextFrames
 
 
 def _groups(**overrides: int) -> EventGroups:
     options = {
         "product_cost": 10,
         "process_cost": 15,
+        "client_cost": 1000,
         "max_members": 1000,
         "queue_size": 5,
         "max_bytes": 10_000,
@@ -225,3 +228,78 @@ async def test_racing_joins_and_leaves_keep_the_books_exact() -> None:
     assert (groups.groups, groups.members, groups.points) == (0, 0, 0)
     # Every execution started was closed when its group ended.
     assert sum(s.started for s in sources.values()) == sum(s.closed for s in sources.values())
+
+
+async def test_a_client_starts_groups_within_its_own_budget() -> None:
+    # One client cannot take a product's budget (or the process's) with documents of its
+    # own; another client still starts one, and joining a running group is free.
+    groups = _groups(product_cost=10, client_cost=4)
+    held = [groups.join(key(name), "p", 2, Source().start, "attacker") for name in "ab"]
+    with pytest.raises(Refused) as refused:
+        groups.join(key("c"), "p", 2, Source().start, "attacker")
+    assert refused.value.code == "TOO_MANY_SUBSCRIPTIONS"
+    assert "this address started would cost 6 points" in str(refused.value)
+    shopper = groups.join(key("shipped"), "p", 2, Source().start, "shopper")
+    joined = groups.join(key("a"), "p", 2, Source().start, "shopper")
+    assert joined.group is held[0].group
+    # The group stays charged to the client that started it while it runs.
+    groups.leave(held[0])
+    with pytest.raises(Refused):
+        groups.join(key("c"), "p", 2, Source().start, "attacker")
+    groups.leave(joined)
+    again = groups.join(key("c"), "p", 2, Source().start, "attacker")
+    for member in (held[1], shopper, again):
+        groups.leave(member)
+    assert (groups.groups, groups.members, groups.points) == (0, 0, 0)
+
+
+async def test_errors_over_the_byte_limit_are_bounded_too() -> None:
+    groups = _groups(max_bytes=1000)
+    source = Source()
+    member = groups.join(key("a"), "p", 1, source.start)
+    many = [GraphQLError("e" * 100, extensions={"code": "BAD_USER_INPUT"}) for _ in range(50)]
+    await source.queue.put(PreExecutionError(data=None, errors=many))
+    (ended,) = await take(member, 1)
+    assert isinstance(ended, PreExecutionError)
+    assert ended.errors is not None
+    assert len(ended.errors) == 1
+    assert ended.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
+    assert result_bytes(ended) <= 1000
+    groups.leave(member)
+
+
+class SlowSocket:
+    """A WebSocket whose client reads slowly: each send waits for the test."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.go = asyncio.Event()
+
+    async def send_text(self, text: str) -> None:
+        await self.go.wait()
+        self.sent.append(text)
+
+
+class CountingView:
+    def __init__(self) -> None:
+        self.encoded = 0
+
+    def encode_json(self, data: object) -> bytes:
+        self.encoded += 1
+        return orjson.dumps(data)
+
+
+async def test_a_connection_encodes_one_message_at_a_time() -> None:
+    # Ten subscriptions of one connection sending the same large event to a client that
+    # does not read: one is encoded and in the socket, the others wait unencoded.
+    view, socket = CountingView(), SlowSocket()
+    frames = TextFrames.__new__(TextFrames)
+    frames.view = view  # type: ignore[assignment]
+    frames.ws = socket  # type: ignore[assignment]
+    event = {"type": "next", "payload": {"data": {"body": "x" * 100_000}}}
+    sending = [asyncio.create_task(frames.send_json({**event, "id": str(n)})) for n in range(10)]
+    await asyncio.sleep(0.01)
+    assert view.encoded == 1
+    socket.go.set()
+    await asyncio.gather(*sending)
+    assert (view.encoded, len(socket.sent)) == (10, 10)

@@ -55,6 +55,19 @@ def test_the_counts_keep_no_entry_for_a_client_without_sockets() -> None:
     assert (places.open, places.addresses, places.holders) == (0, {}, {})
 
 
+def test_an_ipv6_client_is_its_slash_64() -> None:
+    # One host given a /64 could otherwise open the address's share from each of 2**64.
+    places = SocketPlaces(total=10, per_address=2, per_token=1)
+    taken = [places.take(ipaddress.ip_address(f"2001:db8:1:2::{n}"), _send) for n in (1, 2)]
+    assert places.take(ipaddress.ip_address("2001:db8:1:2:ffff::9"), _send) == ADDRESS_FULL
+    elsewhere = places.take(ipaddress.ip_address("2001:db8:1:3::1"), _send)
+    assert not isinstance(elsewhere, str)
+    for socket in [*taken, elsewhere]:
+        assert not isinstance(socket, str)
+        places.give_back(socket)
+    assert (places.open, places.addresses) == (0, {})
+
+
 def test_the_defaults_leave_room_for_many_clients() -> None:
     fields = Settings.model_fields
     total = fields["max_websockets"].default
