@@ -92,6 +92,11 @@ def test_the_client_type_checks_strictly() -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+def test_every_listing_argument_keys_the_cached_list(capsys: pytest.CaptureFixture[str]) -> None:
+    # Derived from schema.graphql: a listing argument the type policies miss fails here.
+    assert _node_test("test/listing.test.ts", {}, capsys) == 4
+
+
 def test_every_operation_runs_against_live_servers(
     servers: tuple[LiveServer, LiveServer], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,42 @@ import type { DocumentNode } from 'graphql';
 
 import type { CommentCardFragment } from './gql/graphql';
 
+/** The arguments of `Product.comments` that choose which list it is (its filters and its
+ * order), as opposed to which page of it (first, after, last, before). Every one of them
+ * must key the cached list: a list cached under fewer would answer another filter or order
+ * with its own comments (a test derives them from schema.graphql). */
+export const LISTING_ARGUMENTS = ['language', 'ratings', 'verifiedOnly', 'orderBy'] as const;
+
+/** What a listing's arguments are when a query leaves them out (the schema's defaults),
+ * so that `comments(first: 5)` and `comments(first: 5, orderBy: NEWEST)` share one list. */
+const LISTING_DEFAULTS: Record<string, unknown> = { language: null, ratings: null, verifiedOnly: false, orderBy: 'NEWEST' };
+
+/** A listing's arguments as the cache keys it: defaults filled in, the language in lower
+ * case (the server matches it so), the ratings sorted without repeats, and all five
+ * ratings the same as none (the server reads them so). */
+export interface ListingKey {
+  language: string | null;
+  ratings: number[] | null;
+  verifiedOnly: boolean;
+  orderBy: string;
+}
+
+export function listingKey(args: Record<string, unknown> | null): ListingKey {
+  const given: Record<string, unknown> = {
+    ...LISTING_DEFAULTS,
+    ...Object.fromEntries(Object.entries(args ?? {}).filter(([, value]) => value !== undefined)),
+  };
+  const language = typeof given.language === 'string' ? given.language.toLowerCase() : null;
+  let ratings = Array.isArray(given.ratings) ? [...new Set(given.ratings as number[])].sort((a, b) => a - b) : null;
+  if (ratings && [1, 2, 3, 4, 5].every((rating) => ratings?.includes(rating))) ratings = null;
+  return { language, ratings, verifiedOnly: given.verifiedOnly === true, orderBy: String(given.orderBy) };
+}
+
+/** The cache's storage name of a listing: `comments:{"language":…,"orderBy":…,…}`. */
+export function listingStoreName(args: Record<string, unknown> | null, context: { fieldName: string }): string {
+  return `${context.fieldName}:${JSON.stringify(listingKey(args))}`;
+}
+
 export const typePolicies: TypePolicies = {
   // Products are addressed by the shop's own id: a page knows it from its URL, so
   // cache.identify({ __typename: 'Product', productId }) works without the global id.
@@ -16,9 +52,10 @@ export const typePolicies: TypePolicies = {
   Product: {
     keyFields: ['productId'],
     fields: {
-      // One cached list per filter (language, ratings); first/after/last/before are
-      // pages of it, merged in order by relayStylePagination (forwards and backwards).
-      comments: relayStylePagination(['language', 'ratings']),
+      // One cached list per filter and order (LISTING_ARGUMENTS, defaults filled in);
+      // first/after/last/before are pages of it, merged in order by relayStylePagination
+      // (forwards and backwards).
+      comments: relayStylePagination(listingStoreName),
     },
   },
   Comment: { keyFields: ['commentId'] },
@@ -81,8 +118,11 @@ export function httpLink(uri: string, headers: Record<string, string> = {}, fetc
   });
 }
 
-/** Put a created comment first in every cached listing of its product that it belongs to
- * (the unfiltered ones, and those whose language and ratings it matches), counting it. */
+/** Put a created comment first in every cached newest-first listing of its product that
+ * it belongs to (the unfiltered ones, and those whose language and ratings it matches),
+ * counting it. A listing in another order, or of verified purchases only, is dropped from
+ * the cache instead (its next read fetches it): where the comment goes there is the
+ * server's to say. */
 export function prependCreatedComment(
   cache: ApolloCache,
   productId: string,
@@ -94,8 +134,11 @@ export function prependCreatedComment(
   cache.modify<{ comments: CachedConnection }>({
     id: productRef,
     fields: {
-      comments(existing, { storeFieldName, readField, toReference, isReference }) {
-        if (!existing || isReference(existing) || !matchesFilter(storeFieldName, edge.node)) return existing;
+      comments(existing, { storeFieldName, readField, toReference, isReference, DELETE }) {
+        if (!existing || isReference(existing)) return existing;
+        const listing = listingOf(storeFieldName);
+        if (listing.orderBy !== 'NEWEST' || listing.verifiedOnly) return DELETE;
+        if (!matchesFilter(listing, edge.node)) return existing;
         if (existing.edges.some((cached) => readField('commentId', cached.node) === edge.node.commentId)) {
           return existing;
         }
@@ -120,13 +163,16 @@ interface CachedConnection {
   [key: string]: unknown;
 }
 
-/** Whether a comment belongs to the listing stored under this field name, e.g.
- * `comments:{"language":"de","ratings":[4,5]}` (keyArgs language and ratings). */
-function matchesFilter(storeFieldName: string, comment: CommentCardFragment): boolean {
+/** The listing stored under a field name, e.g. `comments:{"language":"de",…}`. */
+function listingOf(storeFieldName: string): ListingKey {
   const start = storeFieldName.indexOf(':');
-  if (start < 0) return true;
-  const args = JSON.parse(storeFieldName.slice(start + 1)) as { language?: string | null; ratings?: number[] | null };
-  if (args.language != null && args.language.toLowerCase() !== comment.language.toLowerCase()) return false;
-  if (args.ratings != null && args.ratings.length > 0 && !args.ratings.includes(comment.rating)) return false;
+  const args = start < 0 ? null : (JSON.parse(storeFieldName.slice(start + 1)) as Record<string, unknown>);
+  return listingKey(args);
+}
+
+/** Whether a comment belongs to a listing's language and ratings. */
+function matchesFilter(listing: ListingKey, comment: CommentCardFragment): boolean {
+  if (listing.language != null && listing.language !== comment.language.toLowerCase()) return false;
+  if (listing.ratings != null && !listing.ratings.includes(comment.rating)) return false;
   return true;
 }

@@ -255,6 +255,41 @@ describe('operations against a live server', () => {
     assert.equal(comments.totalCount, 3);
   });
 
+  test('switching the order or a filter asks the server, never the cached list of another', async () => {
+    // One client, as a product page switching its sort and filters: each switch must
+    // answer what a client with an empty cache gets from the server, and go to the server.
+    const sent: Sent[] = [];
+    const client = makeClient({ sent });
+    const switches = [
+      {},
+      { orderBy: 'OLDEST' as const },
+      { orderBy: 'HIGHEST_RATING' as const },
+      { orderBy: 'LOWEST_RATING' as const },
+      { orderBy: 'MOST_HELPFUL' as const },
+      { verifiedOnly: true },
+      { orderBy: 'OLDEST' as const, language: 'en' },
+      {},
+    ];
+    for (const [n, chosen] of switches.entries()) {
+      const variables = { productId, first: 4, ...chosen };
+      const before = sent.length;
+      const shown = (await client.query({ query: ProductCommentsDocument, variables })).data?.product?.comments;
+      const fresh = (await makeClient().query({ query: ProductCommentsDocument, variables })).data?.product?.comments;
+      assert.ok(shown && fresh, JSON.stringify(chosen));
+      assert.deepEqual(
+        shown.edges.map((edge) => edge.node.commentId),
+        fresh.edges.map((edge) => edge.node.commentId),
+        JSON.stringify(chosen),
+      );
+      assert.equal(shown.totalCount, fresh.totalCount, JSON.stringify(chosen));
+      // The last switch goes back to the first list: the cache has it.
+      assert.equal(sent.length - before, n === switches.length - 1 ? 0 : 1, JSON.stringify(chosen));
+    }
+    const oldest = (await client.query({ query: ProductCommentsDocument, variables: { productId, first: 4, orderBy: 'OLDEST' } }))
+      .data?.product?.comments;
+    assert.deepEqual(oldest?.edges.map((edge) => edge.node.commentId), [...newestFirst].reverse().slice(0, 4));
+  });
+
   test('the leaderboard', async () => {
     const { data } = await makeClient().query({ query: LeaderboardDocument, variables: { first: 100 } });
     const board = data?.topProducts;
