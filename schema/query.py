@@ -58,9 +58,7 @@ class Query:
     def product(self, product_id: strawberry.ID) -> Product | None:
         return Product.of(stats.product_id(product_id))
 
-    @strawberry.field(
-        description="A comment by its own identifier (AP4); null when it does not exist."
-    )
+    @strawberry.field(description="A comment by its own identifier; null when it does not exist.")
     async def comment(self, info: Info, comment_id: strawberry.ID) -> Comment | None:
         found = await comment_reads.comment(info.context, comment_id)
         return None if found is None else Comment.of(found)
@@ -81,7 +79,7 @@ class Query:
         return CommentConnection.from_listing(listing)
 
     @strawberry.field(
-        description="Leaderboard (AP11): products with the most 5-star comments, most first; "
+        description="The leaderboard: products with the most 5-star comments, most first; "
         f"1 <= first <= {LEADERBOARD_MAX}."
     )
     async def top_products(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,16 @@ def test_every_field_and_type_has_a_description() -> None:
             if not field.description:
                 missing.append(f"{name}.{field_name}")
     assert missing == []
+
+
+def test_descriptions_speak_the_shops_language() -> None:
+    # Frontend teams read them in GraphiQL and in generated types: the design's
+    # access-pattern numbers (AP1...AP11) mean nothing there.
+    internal = re.compile(r"\bAP\d+\b")
+    found = [
+        line for line in (ROOT / "schema.graphql").read_text().splitlines() if internal.search(line)
+    ]
+    assert found == []
 
 
 def test_schema_honours_the_contract() -> None:

@@ -44,7 +44,8 @@ class CreateCommentPayload:
         "moderator (PENDING: it is in no listing yet)."
     )
     created: bool = strawberry.field(
-        description="False when an earlier request with the same idempotency key created it."
+        description="False when an earlier request with the same idempotency key created it: "
+        "a replay of a write that succeeded, not a failure (comment is the one it created)."
     )
     user_errors: list[UserError] = strawberry.field(
         description="Every problem with the input; empty when the comment was stored."

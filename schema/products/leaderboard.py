@@ -12,7 +12,7 @@ from schema.products.types import Product
 from storage.reads import LeaderEntry
 
 
-@strawberry.type(description="A place on the leaderboard of 5-star comments (AP11).")
+@strawberry.type(description="A place on the leaderboard of 5-star comments.")
 class ProductRanking:
     rank: int = strawberry.field(description="1 for the product with the most 5-star comments.")
     five_star_count: int = strawberry.field(description="Exact number of 5-star comments.")

@@ -25,7 +25,7 @@ class RatingCount:
     count: int = strawberry.field(description="Exact number of comments with this rating.")
 
 
-@strawberry.type(description="Counts per rating for a product, all languages or one (AP7-AP10).")
+@strawberry.type(description="Counts per rating for a product, all languages or one.")
 class RatingStats:
     language: str | None = strawberry.field(
         description="The language counted, or null for all languages."
@@ -61,7 +61,7 @@ class Product(relay.Node):
         return cls(product_id=strawberry.ID(product_id))
 
     @strawberry.field(
-        description="Counters of published comments per rating (AP7-AP10); language null "
+        description="Counters of published comments per rating; language null "
         "means all languages; verifiedOnly counts verified purchases only."
     )
     async def stats(
@@ -71,7 +71,7 @@ class Product(relay.Node):
         return RatingStats.from_counts(counts.only_verified() if verified_only else counts)
 
     @strawberry.field(
-        description="AP1-AP3, AP6: published comments, newest first unless orderBy says "
+        description="The product's published comments, newest first unless orderBy says "
         "otherwise. ratings: any subset of 1..5 (empty or null = all); verifiedOnly keeps "
         f"verified purchases. first/last: 0..{PAGE_SIZE_MAX} (default {PAGE_SIZE_DEFAULT}). "
         "Cursors are opaque keyset positions of their order: another order refuses them "
