@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -28,7 +29,13 @@ from server.logs import configure_logging, uvicorn_log_config
 from server.progress import progress_bar
 from server.protocol import HeadLimits, guarded_protocol
 from server.runtime import DEV_TOKEN_LIFETIME
-from server.settings import MAX_WORKERS, Settings, StorageSettings, TokenSettings
+from server.settings import (
+    DEV_CORS_ORIGINS,
+    MAX_WORKERS,
+    Settings,
+    StorageSettings,
+    TokenSettings,
+)
 from storage.bulk import load_new_products
 from storage.client import open_client
 from storage.cursor import Ordering, encode_cursor
@@ -482,6 +489,9 @@ def _serve(args: argparse.Namespace) -> int:
     from server import workers
 
     settings = Settings(**_given(args, _SERVE_OPTIONS))
+    if "CORS_ORIGINS" not in os.environ and not settings.production:
+        # Development: the usual frontend dev servers may call it (as under docker compose).
+        settings = settings.model_copy(update={"cors_origins": list(DEV_CORS_ORIGINS)})
     configure_logging(settings.log_format)
     if settings.workers > 1:
         options = {"log_level": "info", **_shared_options(settings)}

@@ -131,6 +131,17 @@ class TokenSettings(BaseSettings):
         return self
 
 
+# The origins of the usual frontend dev servers (Next.js, Create React App on 3000; Vite on
+# 5173), by either loopback name: `comments serve` in development and docker compose allow
+# them when CORS_ORIGINS is not set, so a widget on a dev server calls the API at once.
+DEV_CORS_ORIGINS = (
+    "http://localhost:3000",
+    "http://127.0.0.1:3000",
+    "http://localhost:5173",
+    "http://127.0.0.1:5173",
+)
+
+
 class Settings(StorageSettings, TokenSettings):
     """Everything the server reads: the storage and token settings and its own."""
 

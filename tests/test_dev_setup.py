@@ -8,13 +8,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
 from reliability.live import live_server
 from server.local_engine import LocalEngine
 from server.runtime import local_url
-from server.settings import Settings
+from server.settings import DEV_CORS_ORIGINS, Settings
 from storage.table import TableRef
 from tests.api_helpers import SECRET
 
@@ -46,7 +47,9 @@ def test_a_local_frontend_may_call_the_api() -> None:
     assert value.endswith("}")
     default = value.removeprefix("${CORS_ORIGINS:-").removesuffix("}")
     parsed = Settings(cors_origins=default, jwt_secret=SECRET)
-    assert parsed.cors_origins == ["http://localhost:3000", "http://localhost:5173"]
+    # The same as `comments serve` allows in development, by either loopback name.
+    assert parsed.cors_origins == list(DEV_CORS_ORIGINS)
+    assert {"http://127.0.0.1:5173", "http://localhost:5173"} <= set(parsed.cors_origins)
 
 
 def test_compose_carries_no_secret_and_makes_one_per_volume() -> None:
@@ -94,3 +97,19 @@ def test_a_server_on_every_interface_prints_a_loopback_url(
         output = log.read().decode()
     assert f"GraphiQL: http://127.0.0.1:{server.port}/graphql\n" in output
     assert "0.0.0.0" not in output.split("Uvicorn running")[0]
+
+
+def test_serve_lets_the_usual_frontend_dev_servers_call_it(
+    engine: LocalEngine, table: TableRef
+) -> None:
+    # Development without CORS_ORIGINS: the same origins as docker compose, by either
+    # loopback name; any other origin gets no CORS headers.
+    preflight = {"access-control-request-method": "POST"}
+    with live_server(engine.endpoint_url, table.name, SECRET) as server:
+        for origin in ("http://127.0.0.1:5173", "http://localhost:3000"):
+            answer = httpx.options(server.graphql_url, headers={**preflight, "origin": origin})
+            assert answer.headers.get("access-control-allow-origin") == origin
+        foreign = httpx.options(
+            server.graphql_url, headers={**preflight, "origin": "http://shop.example"}
+        )
+        assert "access-control-allow-origin" not in foreign.headers
