@@ -369,8 +369,8 @@ class GraphQLApp(GraphQL[Context, None]):
         loopback = (
             request.url.hostname in LOOPBACK_HOSTS and client is not None and client.is_loopback
         )
-        token = runtime_of(request.app).dev_token if self.ide_token and loopback else None
-        return self.ide.render(request.url.path, token)
+        tokens = runtime_of(request.app).dev_tokens if self.ide_token and loopback else None
+        return self.ide.render(request.url.path, tokens)
 
     def parse_json(self, data: str | bytes) -> Any:
         # orjson refuses what json.loads lets through or chokes on: NaN, invalid UTF-8,

@@ -29,7 +29,9 @@ from server.logs import configure_logging, uvicorn_log_config
 from server.progress import progress_bar
 from server.protocol import HeadLimits, guarded_protocol
 from server.runtime import DEV_TOKEN_LIFETIME
+from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import (
+    DEFAULT_DATA_DIR,
     DEV_CORS_ORIGINS,
     MAX_WORKERS,
     Settings,
@@ -397,9 +399,19 @@ async def _seed(args: argparse.Namespace) -> int:
 
 def _token(args: argparse.Namespace) -> int:
     settings = token_settings(args)
-    if not settings.jwt_secret:
-        print("error: set JWT_SECRET (or --secret) to the server's secret", file=sys.stderr)
-        return 2
+    secret = settings.jwt_secret
+    if not secret:
+        # Development: the secret `serve` keeps in DATA_DIR when none is configured.
+        kept = dev_secret_path(Path(os.environ.get("DATA_DIR") or DEFAULT_DATA_DIR))
+        try:
+            secret = secret_from_file(kept, create=False)
+        except ValueError:
+            print(
+                "error: set JWT_SECRET (or --secret) to the server's secret; in development, "
+                f"start `comments serve` once (it keeps its secret in {kept})",
+                file=sys.stderr,
+            )
+            return 2
     ttl = int(args.hours * 3600)
     cap = settings.jwt_max_lifetime
     if cap and ttl > cap:
@@ -409,7 +421,7 @@ def _token(args: argparse.Namespace) -> int:
     roles += ["merchant"] if args.merchant else []
     purchases = [p for p in (args.purchases or "").split(",") if p]
     token = mint(
-        settings.jwt_secret,
+        secret,
         args.sub,
         name=args.name,
         roles=roles,

@@ -4,7 +4,8 @@ The page is ours and small: GraphiQL's UMD build with React's, from an allow-lis
 under ``node_modules`` (``package-lock.json`` pins them, ``scripts/setup`` installs them) at
 ``/graphiql/assets/<name>``, and one inline bootstrap script admitted by its hash. Nothing is
 loaded from another host, so the IDE works offline and under a CSP of ``'self'``. In
-development the page opens on an example query with the dev token in its headers.
+development the page opens as a shopper (the shopper's dev token in its headers) on an example
+query, with a second tab as a moderator.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ import html
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 
 from server.guards import content_security_policy
+
+if TYPE_CHECKING:
+    from server.runtime import DevTokens
 
 log = logging.getLogger("comments.server")
 
@@ -65,6 +70,26 @@ query ProductPage($productId: ID! = "sku-hot") {
 }
 """
 
+# The second tab, with the moderator's dev token: what waits for a decision.
+MODERATOR_QUERY = """\
+# As a moderator (this tab's Headers carry the
+# moderator's dev token): comments waiting for a
+# decision, oldest first, with their reports. Decide
+# with moderateComment(input: {id, decision}).
+query ModerationQueue {
+  moderationQueue(first: 10) {
+    totalCount
+    nodes {
+      id
+      title
+      body
+      status
+      moderation { reportCount reasons }
+    }
+  }
+}
+"""
+
 # Reads its settings from the JSON block, which is data and never runs, so this script and
 # its hash stay the same whatever the settings (a dev token among them).
 BOOTSTRAP = """
@@ -76,6 +101,9 @@ const props = {
 if (config.headers) {
   props.defaultHeaders = config.headers;
   props.defaultEditorToolsVisibility = "headers";
+}
+if (config.tabs) {
+  props.defaultTabs = config.tabs;
 }
 ReactDOM.createRoot(document.getElementById("graphiql")).render(
   React.createElement(GraphiQL, props),
@@ -134,16 +162,19 @@ class GraphiQLPage:
             versions[name] = hashlib.sha256(content).hexdigest()[:16]
         return cls(versions, content_security_policy(_page(versions, {})), root)
 
-    def render(self, path: str, dev_token: str | None) -> Response:
-        """The page for a browser at ``path``; ``dev_token`` fills the Headers tab."""
+    def render(self, path: str, dev_tokens: DevTokens | None) -> Response:
+        """The page for a browser at ``path``; with ``dev_tokens``, it opens as a shopper
+        (the shopper's token in the Headers tab) with a second tab as a moderator."""
         if not self.versions:
             where = html.escape(str(self.root))
             return HTMLResponse(MISSING.format(where=where), status_code=503)
-        config: dict[str, str] = {"url": path, "query": EXAMPLE_QUERY}
-        if dev_token is not None:
-            config["headers"] = orjson.dumps(
-                {"Authorization": f"Bearer {dev_token}"}, option=orjson.OPT_INDENT_2
-            ).decode()
+        config: dict[str, Any] = {"url": path, "query": EXAMPLE_QUERY}
+        if dev_tokens is not None:
+            config["headers"] = _bearer(dev_tokens.shopper)
+            config["tabs"] = [
+                {"query": EXAMPLE_QUERY, "headers": config["headers"]},
+                {"query": MODERATOR_QUERY, "headers": _bearer(dev_tokens.moderator)},
+            ]
         return HTMLResponse(
             _page(self.versions, config), headers={"content-security-policy": self.csp}
         )
@@ -162,7 +193,11 @@ class GraphiQLPage:
         )
 
 
-def _page(versions: dict[str, str], config: dict[str, str]) -> str:
+def _bearer(token: str) -> str:
+    return orjson.dumps({"Authorization": f"Bearer {token}"}, option=orjson.OPT_INDENT_2).decode()
+
+
+def _page(versions: dict[str, str], config: dict[str, Any]) -> str:
     def url(name: str) -> str:
         return f"{ASSET_PATH}/{name}?v={versions.get(name, '')}"
 

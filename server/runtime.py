@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import secrets
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import (
@@ -38,6 +37,7 @@ from server.demo import demo_comments
 from server.local_engine import LocalEngine
 from server.metrics import Metrics, listener
 from server.progress import progress_bar
+from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
 from storage.bulk import load_new_products
 from storage.client import open_client, open_streams_client
@@ -63,14 +63,23 @@ DEV_TOKEN_LIFETIME = 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
+class DevTokens:
+    """The tokens a development start prints: a shopper's, which GraphiQL opens with (what
+    shoppers see), and a moderator's, a tab away."""
+
+    shopper: str
+    moderator: str
+
+
+@dataclass(frozen=True, slots=True)
 class Runtime:
     """What the routes need from the lifespan: the table (with its one client), the token
-    rules and the settings, and the dev token printed at start-up, if one was."""
+    rules and the settings, and the dev tokens printed at start-up, if they were."""
 
     table: TableRef
     tokens: TokenRules
     settings: Settings
-    dev_token: str | None = None
+    dev_tokens: DevTokens | None = None
     # The process's feed of the table's stream; None when live updates are off.
     feed: Feed | None = None
 
@@ -87,10 +96,10 @@ class Runtime:
 class Prepared:
     """What the parent of several workers settled once for all of them: the settings each
     worker runs with (the endpoint of the one engine, the one secret, no table to create)
-    and the dev token the parent printed, which every worker's GraphiQL page carries."""
+    and the dev tokens the parent printed, which every worker's GraphiQL page carries."""
 
     settings: Settings
-    dev_token: str | None = None
+    dev_tokens: DevTokens | None = None
 
 
 def runtime_of(app: Starlette) -> Runtime:
@@ -166,8 +175,8 @@ async def open_runtime(
         if settings.port:  # 0: the port is chosen when the socket binds, unknown here
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
             announce(settings, f"{name}: {local_url(settings)}/graphql")
-        rules, dev_token = _token_rules(settings)
-        yield Runtime(table, rules, settings, dev_token, feed)
+        rules, dev_tokens = _token_rules(settings)
+        yield Runtime(table, rules, settings, dev_tokens, feed)
 
 
 @asynccontextmanager
@@ -180,7 +189,7 @@ async def open_worker(prepared: Prepared, tracing: Tracing | None = None) -> Asy
     async with AsyncExitStack() as stack:
         table, feed = await _open_table(stack, settings, None, tracing)
         rules = _rules(settings, settings.jwt_secret)
-        yield Runtime(table, rules, settings, prepared.dev_token, feed)
+        yield Runtime(table, rules, settings, prepared.dev_tokens, feed)
 
 
 @contextmanager
@@ -206,11 +215,11 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
         if settings.port:
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
             announce(settings, f"{name}: {local_url(settings)}/graphql")
-        rules, dev_token = _token_rules(settings)
+        rules, dev_tokens = _token_rules(settings)
         worker = shared.model_copy(
             update={"jwt_secret": rules.secret, "create_table": False, "dev_token": False}
         )
-        yield Prepared(worker, dev_token)
+        yield Prepared(worker, dev_tokens)
 
 
 async def _prepare_table(settings: Settings) -> None:
@@ -343,28 +352,38 @@ async def _seed_demo(table: TableRef, settings: Settings) -> None:
     await load_new_products(table, comments, progress=progress)
 
 
-def _token_rules(settings: Settings) -> tuple[TokenRules, str | None]:
-    """The rules bearer tokens must meet, and the dev token printed, if any; without
-    JWT_SECRET (the settings allow that only with the embedded engine) a secret is made for
-    this start, and the dev token printed with it is the only way in."""
+def _token_rules(settings: Settings) -> tuple[TokenRules, DevTokens | None]:
+    """The rules bearer tokens must meet, and the dev tokens printed, if any. Without
+    JWT_SECRET (the settings allow that only with the embedded engine) the secret is the
+    development one, made in DATA_DIR on the first start and kept there (``comments token``
+    finds it), and the dev tokens are printed with it."""
     secret = settings.jwt_secret
     generated = secret is None
     if secret is None:
-        secret = secrets.token_urlsafe(32)
-    token = None
-    if settings.dev_token or (settings.dev_token is None and generated):
-        lifetime = min(DEV_TOKEN_LIFETIME, settings.jwt_max_lifetime or DEV_TOKEN_LIFETIME)
-        token = mint(
+        secret = secret_from_file(dev_secret_path(settings.data_dir))
+    if not (settings.dev_token or (settings.dev_token is None and generated)):
+        return _rules(settings, secret), None
+    lifetime = min(DEV_TOKEN_LIFETIME, settings.jwt_max_lifetime or DEV_TOKEN_LIFETIME)
+
+    def dev(subject: str, name: str, roles: list[str]) -> str:
+        return mint(
             secret,
-            "dev-user",
-            name="Dev User",
-            roles=["moderator"],
+            subject,
+            name=name,
+            roles=roles,
             ttl_seconds=lifetime,
             issuer=settings.jwt_issuer,
             audience=settings.jwt_audience,
         )
-        announce(settings, f"Dev token (moderator, {lifetime / 3600:g} h): {token}")
-    return _rules(settings, secret), token
+
+    tokens = DevTokens(
+        shopper=dev("dev-shopper", "Dev Shopper", []),
+        moderator=dev("dev-user", "Dev User", ["moderator"]),
+    )
+    hours = f"{lifetime / 3600:g} h"
+    announce(settings, f"Dev token (shopper, {hours}): {tokens.shopper}")
+    announce(settings, f"Dev token (moderator, {hours}): {tokens.moderator}")
+    return _rules(settings, secret), tokens
 
 
 def _rules(settings: Settings, secret: str) -> TokenRules:

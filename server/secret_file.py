@@ -14,6 +14,14 @@ from pathlib import Path
 
 # RFC 7518: an HS256 key should have at least 256 bits (the settings' rule for JWT_SECRET).
 SECRET_MIN_BYTES = 32
+# Where development keeps its secret when none is configured: in the embedded engine's
+# DATA_DIR, so that tokens outlive a restart and `comments token` finds it by itself.
+DEV_SECRET_NAME = "jwt-secret"
+
+
+def dev_secret_path(data_dir: Path) -> Path:
+    """The development secret's file in ``data_dir`` (DATA_DIR)."""
+    return data_dir / DEV_SECRET_NAME
 
 
 def secret_from_file(path: Path, *, create: bool = True) -> str:

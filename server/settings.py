@@ -131,6 +131,9 @@ class TokenSettings(BaseSettings):
         return self
 
 
+# Where the embedded engine keeps its data (and development its secret), unless DATA_DIR.
+DEFAULT_DATA_DIR = Path(".data")
+
 # The origins of the usual frontend dev servers (Next.js, Create React App on 3000; Vite on
 # 5173), by either loopback name: `comments serve` in development and docker compose allow
 # them when CORS_ORIGINS is not set, so a widget on a dev server calls the API at once.
@@ -209,7 +212,7 @@ class Settings(StorageSettings, TokenSettings):
     # Bytes of JSON an answer (or one subscription event) may hold; a larger one is refused
     # before it is sent with QUERY_TOO_COMPLEX (an event's ends its subscription).
     max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    data_dir: Path = Path(".data")
+    data_dir: Path = DEFAULT_DATA_DIR
     # Every storage call of one request must finish within this many seconds.
     storage_timeout: float = Field(default=5.0, gt=0)
     # Create the table at start-up (unset: only with the embedded engine).

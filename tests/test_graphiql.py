@@ -19,6 +19,7 @@ from starlette.types import Message
 
 from server.app import create_app
 from server.graphiql import ASSETS, GraphiQLPage
+from server.runtime import DevTokens
 from server.settings import Settings
 from storage.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
@@ -158,7 +159,10 @@ async def test_no_dev_token_without_one_printed(api: Api) -> None:
     assert "Bearer" not in page.text
 
 
-async def test_development_opens_on_a_product_page_with_the_dev_token(dev: Api) -> None:
+VIEWER = "{ viewer { authorId roles } }"
+
+
+async def test_development_opens_as_a_shopper_with_a_moderator_a_tab_away(dev: Api) -> None:
     page = await dev.http.get("http://127.0.0.1:8000/graphql", headers={"accept": "text/html"})
     config = config_of(page.text)
     assert config["url"] == "/graphql"
@@ -166,14 +170,19 @@ async def test_development_opens_on_a_product_page_with_the_dev_token(dev: Api) 
         assert part in config["query"]
     example = await dev.data(config["query"])
     assert example["product"]["productId"] == "sku-hot"
-    token = json.loads(config["headers"])["Authorization"].removeprefix("Bearer ")
-    body = await dev.gql(
-        'mutation { deleteComment(input: {id: "nope"}) { deletedId userErrors { code } } }',
-        token=token,
-    )
-    # Accepted as a moderator's token: the refusal is about the comment, not the caller.
-    assert "errors" not in body, body
-    assert body["data"]["deleteComment"]["userErrors"] == [{"code": "NOT_FOUND"}]
+    # The page opens as a shopper: what shoppers see.
+    shopper = json.loads(config["headers"])["Authorization"].removeprefix("Bearer ")
+    assert (await dev.data(VIEWER, token=shopper))["viewer"] == {
+        "authorId": "dev-shopper",
+        "roles": [],
+    }
+    first, second = config["tabs"]
+    assert (first["query"], first["headers"]) == (config["query"], config["headers"])
+    # The second tab is a moderator's, on the moderation queue.
+    moderator = json.loads(second["headers"])["Authorization"].removeprefix("Bearer ")
+    assert (await dev.data(VIEWER, token=moderator))["viewer"]["roles"] == ["moderator"]
+    queue = await dev.data(second["query"], token=moderator)
+    assert isinstance(queue["moderationQueue"]["totalCount"], int)
     assert page.headers["cache-control"] == "no-store"
 
 
@@ -251,7 +260,9 @@ async def test_assets_are_not_served_when_graphiql_is_off(table: TableRef) -> No
 
 
 async def test_the_config_cannot_close_its_script_element() -> None:
-    page = GraphiQLPage.load().render("/graphql", "</script><script>alert(1)")
+    page = GraphiQLPage.load().render(
+        "/graphql", DevTokens("</script><script>alert(1)", "</script>")
+    )
     text = bytes(page.body).decode()
     assert "</script><script>alert(1)" not in text
     assert json.loads(config_of(text)["headers"])["Authorization"].endswith(

@@ -142,7 +142,9 @@ def test_graphiql_runs_queries_in_chromium_from_this_server_alone(server: LiveSe
             page.goto(server.graphql_url, wait_until="networkidle")
             page.wait_for_selector(".graphiql-query-editor .CodeMirror")
             assert "query ProductPage" in editor_text(page, ".graphiql-query-editor")
-            # The Headers tab is open, with the dev token in it.
+            # Two tabs: the shopper's, open, and the moderator's.
+            assert page.locator(".graphiql-tab").count() == 2
+            # The Headers tab is open, with the shopper's dev token in it.
             tool = page.locator("section.graphiql-editor-tool")
             assert tool.get_attribute("aria-label") == "Headers"
             headers = json.loads(
@@ -176,7 +178,8 @@ def test_graphiql_runs_queries_in_chromium_from_this_server_alone(server: LiveSe
             created = wait_for_result(page, '"createComment"')
             assert created["data"]["createComment"] == {
                 "created": True,
-                "comment": {"author": "Dev User", "rating": 4},
+                # Written as the shopper the page opens as.
+                "comment": {"author": "Dev Shopper", "rating": 4},
             }
         finally:
             browser.close()

@@ -27,7 +27,7 @@ from resolvers.auth import mint
 from server.local_engine import LocalEngine, free_port
 from server.persisted import sha256_hex
 from server.protocol import HeadLimits
-from server.runtime import Prepared
+from server.runtime import DevTokens, Prepared
 from server.settings import Settings
 from server.workers import WorkerApp, WorkerConfig
 from storage.table import TableRef
@@ -392,9 +392,10 @@ def test_serve_with_two_workers_shares_one_engine_and_stops_whole(tmp_path: Path
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.2)
         output = log.read_text()
-        # One engine, one table, one dev token, printed once by the parent.
-        assert output.count("DynamoDB Local started") == output.count("Dev token") == 1
-        token = output.split("Dev token", 1)[1].split(": ", 1)[1].split()[0]
+        # One engine, one table, one pair of dev tokens, printed once by the parent.
+        assert output.count("DynamoDB Local started") == 1
+        assert output.count("Dev token (shopper") == output.count("Dev token (moderator") == 1
+        token = output.split("Dev token (moderator", 1)[1].split(": ", 1)[1].split()[0]
         descendants = _descendants(process.pid)
         engines = [p for p in descendants if "DynamoDBLocal.jar" in _command(p)]
         workers = [p for p in _children(process.pid) if "spawn_main" in _command(p)]
@@ -421,6 +422,24 @@ def test_serve_with_two_workers_shares_one_engine_and_stops_whole(tmp_path: Path
             finally:
                 for other in others:
                     os.kill(other, signal.SIGCONT)
+        # The shopper's dev token, printed beside it, and one `comments token` mints by
+        # itself from the development secret the server keeps in DATA_DIR (no JWT_SECRET).
+        printed = output.split("Dev token (shopper", 1)[1].split(": ", 1)[1].split()[0]
+        minted = subprocess.run(
+            [str(COMMENTS), "token", "shopper"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.strip()
+        for shopper, subject in ((printed, "dev-shopper"), (minted, "shopper")):
+            answer = _get(
+                f"{base}/graphql",
+                params={"query": WHO},
+                headers={"authorization": f"Bearer {shopper}"},
+            ).json()
+            assert answer["data"]["viewer"] == {"authorId": subject}, answer
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0, log.read_text()[-3000:]
         # Nothing is left behind: no worker, no engine.
@@ -548,11 +567,11 @@ def test_a_workers_configuration_travels_pickled_and_keeps_its_head_limits() -> 
     limits = HeadLimits(max_bytes=4096, max_headers=20, timeout=3)
     settings = Settings(dynamodb_endpoint_url="http://127.0.0.1:1", jwt_secret="s" * 32)
     config = WorkerConfig(
-        WorkerApp(Prepared(settings, "a-dev-token"), os.getpid()),
+        WorkerApp(Prepared(settings, DevTokens("a-shopper", "a-moderator")), os.getpid()),
         protocol=("h11", limits),
         workers=2,
     )
     arrived = pickle.loads(pickle.dumps(config))
     assert arrived.http.limits == limits
     assert arrived.app.prepared.settings == settings
-    assert arrived.app.prepared.dev_token == "a-dev-token"
+    assert arrived.app.prepared.dev_tokens == DevTokens("a-shopper", "a-moderator")
