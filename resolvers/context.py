@@ -54,14 +54,20 @@ class Context:
     connection_params: dict[str, object] | None = None
     # Whether the request came over a WebSocket (subscriptions run there only).
     over_socket: bool = False
+    # Whether the answer read who is calling (``viewer``): one that did not is the same for
+    # every caller, and a browser may keep it (server.app).
+    viewer_read: bool = False
     # The operation the request runs, as the client named it or, once the document is
     # parsed, as the document does (for the server's metrics, traces and logs).
     operation_name: str | None = None
 
     def viewer(self) -> Viewer | None:
-        """Who is calling, when a token came with the request (an invalid one is an error)."""
+        """Who is calling, when a token came with the request (an invalid one is an error).
+        Every field whose value depends on the caller reads it here, so ``viewer_read``
+        tells whether the answer did."""
         if self.authorization is None:
             return None
+        self.viewer_read = True
         return authenticate(self.authorization, self.tokens)
 
     def may_explain(self) -> bool:

@@ -229,6 +229,8 @@ class GraphQLApp(GraphQL[Context, None]):
                 if response.status_code == 200 and self.shareable(request, errors=errors):
                     # server.http_cache.Conditional adds the ETag and answers 304s.
                     response.headers["cache-control"] = self.cache.cache_control()
+                elif response.status_code == 200 and self.kept_privately(request, errors=errors):
+                    response.headers["cache-control"] = self.cache.private_cache_control()
         response.headers.setdefault("cache-control", NO_STORE)
         # What an answer depends on besides the URL: the media type and the token (CORS
         # adds Origin, compression Accept-Encoding).
@@ -289,6 +291,22 @@ class GraphQLApp(GraphQL[Context, None]):
             and request.method == "GET"
             and "authorization" not in request.headers
             and not errors
+        )
+
+    def kept_privately(self, request: Request, *, errors: bool) -> bool:
+        """Whether the caller's own browser may keep this answer: a query over GET with a
+        token, without errors, whose execution never read who is calling (a viewer field,
+        a role, a comment only its author or a moderator may see: ``Context.viewer``), so
+        that it is the same for every caller. Never a shared cache's to keep: ``private``,
+        and Vary: Authorization."""
+        context = getattr(request.state, "context", None)
+        return (
+            self.cache.on
+            and request.method == "GET"
+            and "authorization" in request.headers
+            and not errors
+            and isinstance(context, Context)
+            and not context.viewer_read
         )
 
     def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
@@ -419,6 +437,8 @@ class GraphQLApp(GraphQL[Context, None]):
             feed=runtime.feed,
         )
         context.over_socket = isinstance(request, WebSocket)
+        # Read by kept_privately once the answer is made.
+        request.state.context = context
         exchange = exchange_of(request.scope)
         if exchange is not None:
             exchange.context = context
@@ -454,7 +474,7 @@ class GraphQLApp(GraphQL[Context, None]):
         errors = bool(result.errors)
         # Read by __call__, which sets the status, the media type and the caching headers.
         request.state.graphql_outcome = (request_error, internal, errors)
-        if self.shareable(request, errors=errors):
+        if self.shareable(request, errors=errors) or self.kept_privately(request, errors=errors):
             # The same answer must be the same bytes, or no ETag would ever match again: the
             # request id stays in the X-Request-Id header only.
             extensions = response.get("extensions")

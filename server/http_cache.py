@@ -2,10 +2,11 @@
 may keep, its validator (a strong ETag, the SHA-256 of the bytes sent) and 304 Not Modified
 on a matching If-None-Match.
 
-The view (server.app) decides which answers are public: anonymous queries over GET without
-errors. This layer gives those, and only those, an ETag. It sits outside compression, so the
-tag is taken over the bytes as they are sent and every content coding of an answer has a tag
-of its own, as a strong validator must.
+The view (server.app) decides which answers may be kept: anonymous queries over GET without
+errors by anyone (public), and queries over GET with a token whose answer did not depend on
+it by the caller's own browser (private). This layer gives those, and only those, an ETag.
+It sits outside compression, so the tag is taken over the bytes as they are sent and every
+content coding of an answer has a tag of its own, as a strong validator must.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ class CachePolicy:
             value += f", stale-while-revalidate={self.stale_while_revalidate}"
         return value
 
+    def private_cache_control(self) -> str:
+        """For an answer to a token-bearing request that did not depend on the token: the
+        caller's own browser may keep it and revalidate it, no shared cache may store it
+        (a shared cache never keeps a request with Authorization unless told public)."""
+        return f"private, max-age={self.max_age}"
+
 
 def strong_etag(body: bytes) -> str:
     """A strong entity-tag for exactly these bytes."""
@@ -65,7 +72,8 @@ def none_match(if_none_match: str, etag: str) -> bool:
 
 
 class Conditional:
-    """Gives every 200 answer to a GET that says ``Cache-Control: public`` a strong ETag over
+    """Gives every 200 answer to a GET that says ``Cache-Control: public`` (or ``private``) a
+    strong ETag over
     its body as sent, and answers 304 Not Modified, with the same ETag, caching headers and
     Vary but no body, when the request's If-None-Match matches it. The public answers are
     whole GraphQL results, sent in one piece; anything else passes through untouched."""
@@ -86,7 +94,7 @@ class Conditional:
         async def validated(message: Message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
-                if message["status"] == 200 and _public(message):
+                if message["status"] == 200 and _kept(message):
                     start = message  # held until the whole body is here to be hashed
                     return
             elif start is not None and message["type"] == "http.response.body":
@@ -108,10 +116,11 @@ class Conditional:
         await self.app(scope, receive, validated)
 
 
-def _public(start: Message) -> bool:
+def _kept(start: Message) -> bool:
+    """Whether the answer may be kept, by anyone (public) or by its caller (private)."""
     cache_control = Headers(raw=start.get("headers", [])).get("cache-control", "")
     directives = {d.strip().lower() for d in cache_control.split(",")}
-    return "public" in directives
+    return bool({"public", "private"} & directives)
 
 
 def _not_modified(start: Message) -> Message:

@@ -31,6 +31,10 @@ def visible(ctx: Context, comment: Comment | None) -> Comment | None:
     read leaves the figures the viewer is shown (EXPLAIN), as an unknown id's would."""
     if comment is None:
         return None
+    # A published comment is everyone's: the answer does not depend on who asks (and so
+    # may be kept by their browser, see server.app), and the viewer is not read for it.
+    if comment.published:
+        return comment
     if not may_see(reader(ctx), comment):
         ctx.hide_read(comment.comment_id)
         return None
