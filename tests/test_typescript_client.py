@@ -107,6 +107,7 @@ def test_every_operation_runs_against_live_servers(
             "COMMENTS_GRAPHQL_URL": open_server.graphql_url,
             "COMMENTS_TRUSTED_GRAPHQL_URL": trusted.graphql_url,
             "COMMENTS_TOKEN": token("tess", name="Tess"),
+            "COMMENTS_VOTER_TOKEN": token("vera", name="Vera"),
         },
         capsys,
     )

@@ -4,6 +4,7 @@
 //   COMMENTS_TOKEN                a bearer token for the writes; the test writes several comments
 //                                 on one product as one author, so run the server with
 //                                 COMMENTS_PER_PRODUCT=0 (the suite's live servers do)
+//   COMMENTS_VOTER_TOKEN          a bearer token of another viewer, who votes on the comments
 //   COMMENTS_TRUSTED_GRAPHQL_URL  optional: a server started with TRUSTED_DOCUMENTS set to
 //                                 src/gql/persisted-documents.json (its suite is skipped without)
 //
@@ -28,6 +29,8 @@ import {
   LeaderboardDocument,
   ProductCommentsDocument,
   ProductPageDocument,
+  ViewerVotesDocument,
+  VoteHelpfulDocument,
   type CreateCommentMutation,
   type CommentCardFragment,
 } from '../src/gql/graphql';
@@ -40,6 +43,7 @@ function required(name: string): string {
 
 const url = required('COMMENTS_GRAPHQL_URL');
 const token = required('COMMENTS_TOKEN');
+const voterToken = required('COMMENTS_VOTER_TOKEN');
 const trustedUrl = process.env.COMMENTS_TRUSTED_GRAPHQL_URL;
 const auth = { authorization: `Bearer ${token}` };
 
@@ -288,6 +292,37 @@ describe('operations against a live server', () => {
     const oldest = (await client.query({ query: ProductCommentsDocument, variables: { productId, first: 4, orderBy: 'OLDEST' } }))
       .data?.product?.comments;
     assert.deepEqual(oldest?.edges.map((edge) => edge.node.commentId), [...newestFirst].reverse().slice(0, 4));
+  });
+
+  test("the viewer's vote: cast, read beside a public page, refused on one's own, withdrawn", async () => {
+    // The public part of the page, sent without a token.
+    const page = (await makeClient({ headers: {} }).query({ query: ProductCommentsDocument, variables: { productId, first: 2 } }))
+      .data?.product?.comments;
+    const target = page?.edges[0]?.node;
+    assert.ok(target);
+    const voter = makeClient({ headers: { authorization: `Bearer ${voterToken}` } });
+    const cast = (await voter.mutate({ mutation: VoteHelpfulDocument, variables: { id: target.id, vote: 'HELPFUL' } })).data
+      ?.voteHelpful;
+    assert.deepEqual(cast?.userErrors, []);
+    assert.equal(cast?.comment?.viewerVote, 'HELPFUL');
+    assert.equal(cast?.comment?.helpfulCount, 1);
+    // The small viewer query for the comments the page shows, sent with the token.
+    const ids = page?.edges.map((edge) => edge.node.id) ?? [];
+    const votes = (await voter.query({ query: ViewerVotesDocument, variables: { ids }, fetchPolicy: 'network-only' })).data?.nodes;
+    const mine = votes?.map((node) => (node && 'viewerVote' in node ? [node.commentId, node.viewerVote] : null));
+    assert.deepEqual(mine, ids.map((_, n) => [page?.edges[n]?.node.commentId, n === 0 ? 'HELPFUL' : null]));
+    // Its author may not vote on it: a userError, nothing counted.
+    const own = (await makeClient().mutate({ mutation: VoteHelpfulDocument, variables: { id: target.id, vote: 'HELPFUL' } }))
+      .data?.voteHelpful;
+    assert.deepEqual(own?.userErrors.map((error) => error.code), ['FORBIDDEN']);
+    // Withdrawn: the cached comment follows (comments are keyed by commentId).
+    const withdrawn = (await voter.mutate({ mutation: VoteHelpfulDocument, variables: { id: target.id, vote: null } })).data
+      ?.voteHelpful;
+    assert.equal(withdrawn?.comment?.viewerVote, null);
+    assert.equal(withdrawn?.comment?.helpfulCount, 0);
+    const cached = voter.readQuery({ query: ViewerVotesDocument, variables: { ids } })?.nodes[0];
+    assert.ok(cached && 'viewerVote' in cached);
+    assert.equal(cached.viewerVote, null);
   });
 
   test('the leaderboard', async () => {
