@@ -169,6 +169,9 @@ class GraphQLApp(GraphQL[Context, None]):
             queue_size=settings.subscription_queue,
             max_bytes=min(settings.max_response_bytes, settings.subscription_event_bytes),
         )
+        # Events are counted in the bytes the view sends them as (set once the view is
+        # made: encode_json reads use_orjson).
+        self.event_groups.encode = self.encode_json
         self.max_response_bytes = settings.max_response_bytes
         trusted = None
         if settings.trusted_documents is not None:

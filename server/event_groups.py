@@ -18,8 +18,9 @@ given back when it ends:
 - per product: the points of the distinct groups on one product, which bound the work one
   write to it makes in this process, however many subscribe (``product_cost``);
 - per client (an IPv4 address or an IPv6 /64): the points of the groups it started and
-  that still run (``client_cost``), so that no one client takes a product's or the
-  process's budget; joining a group that runs costs a client nothing;
+  still holds (``client_cost``), so that no one client takes a product's or the process's
+  budget; joining a group that runs costs a client nothing, and when the client that
+  started a group leaves it, one that holds it pays for it from then on;
 - per process: the points of all its groups (``process_cost``);
 - and the count of subscriptions the process holds (``max_members``).
 
@@ -101,16 +102,27 @@ def _ended(code: str, message: str) -> ExecutionResult:
     return ExecutionResult(data=None, errors=[GraphQLError(message, extensions={"code": code})])
 
 
-def result_bytes(result: ExecutionResult) -> int:
-    """The size of a result as JSON, near enough to what the protocol sends."""
+Encode = Callable[[object], str | bytes]
+
+
+def _orjson(data: object) -> bytes:
+    return orjson.dumps(data, default=str)
+
+
+def result_bytes(result: ExecutionResult, encode: Encode = _orjson) -> int:
+    """The size of a result's data and errors as ``encode`` writes them (the view's own
+    encoder: with ORJSON=false it escapes every non-ASCII character, three times longer)."""
     errors = [e.formatted for e in result.errors or ()]
-    return len(orjson.dumps({"data": result.data, "errors": errors}, default=str))
+    encoded = encode({"data": result.data, "errors": errors})
+    return len(encoded.encode() if isinstance(encoded, str) else encoded)
 
 
-def bounded(result: ExecutionResult, max_bytes: int) -> tuple[ExecutionResult, bool]:
+def bounded(
+    result: ExecutionResult, max_bytes: int, encode: Encode = _orjson
+) -> tuple[ExecutionResult, bool]:
     """The result, or an error in its place when it is larger than ``max_bytes`` of JSON
     (with whether it was replaced: the subscription ends then)."""
-    size = result_bytes(result)
+    size = result_bytes(result, encode)
     if size <= max_bytes:
         return result, False
     what = "An event" if result.data is not None else "The errors"
@@ -130,6 +142,8 @@ class Member:
 
     group: Group
     queue_size: int
+    # The client (server.forwarded.client_key) the subscription is of.
+    client: str = "-"
     _queue: deque[ExecutionResult] = field(default_factory=deque)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _finished: bool = False
@@ -189,6 +203,8 @@ class EventGroups:
     max_members: int
     queue_size: int
     max_bytes: int
+    # How the view writes JSON, by which an event's bytes are counted.
+    encode: Encode = _orjson
     _groups: dict[GroupKey, Group] = field(default_factory=dict, init=False)
     _product_points: dict[str, int] = field(default_factory=dict, init=False)
     _client_points: dict[str, int] = field(default_factory=dict, init=False)
@@ -246,7 +262,7 @@ class EventGroups:
             self._client_points[client] = by_client + points
             self.points += points
             group.task = asyncio.create_task(self._run(group, start))
-        member = Member(group, self.queue_size)
+        member = Member(group, self.queue_size, client)
         group.members.add(member)
         self.members += 1
         return member
@@ -263,6 +279,15 @@ class EventGroups:
             self._dissolve(group)
             if group.task is not None:
                 group.task.cancel()
+        elif self._groups.get(group.key) is group and all(
+            m.client != group.client for m in group.members
+        ):
+            # The client that started it has left it: whoever holds it now pays for it
+            # (else the starter stays charged for others, and cannot start another).
+            heir = min(group.members, key=lambda m: m.client).client
+            _give_back(self._client_points, group.client, group.points)
+            self._client_points[heir] = self._client_points.get(heir, 0) + group.points
+            group.client = heir
 
     def _dissolve(self, group: Group) -> None:
         """Take the group out: nobody joins it any more, and its points are given back."""
@@ -301,7 +326,7 @@ class EventGroups:
         ending = isinstance(result, PreExecutionError) or (
             result.data is None and bool(result.errors)
         )
-        result, replaced = bounded(result, self.max_bytes)
+        result, replaced = bounded(result, self.max_bytes, self.encode)
         ending = ending or replaced
         if ending:
             # Nobody joins a group that is ending: a newcomer starts a group of its own.

@@ -197,7 +197,11 @@ class _Operations:
     ) -> AsyncGenerator[ExecutionResult, None]:
         accepted = self._accept(query, variables, operation_name)
         if isinstance(accepted, PreExecutionError):
-            refusal, _ = bounded(self._coded(accepted, connection), self.handler.max_bytes)
+            refusal, _ = bounded(
+                self._coded(accepted, connection),
+                self.handler.max_bytes,
+                self.handler.groups.encode,
+            )
             yield refusal
             return
         assert query is not None

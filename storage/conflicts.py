@@ -63,6 +63,13 @@ class AwsConflicts(ClientWrapper):
         self.attempts: Counter[ItemKey] = Counter()  # transactions that included the item
         self.condition_failures: Counter[ItemKey] = Counter()
 
+    @contextmanager
+    def busy(self, key: ItemKey) -> Iterator[None]:
+        """While the block runs, another transaction writes ``key``, as far as every write
+        through this client can tell (a test's stand-in for one in another process)."""
+        with _in_flight(self._transacting, [key]):
+            yield
+
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
         if operation == "transact_write_items":
             return await self._transact(kwargs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import orjson
 import pytest
@@ -18,7 +19,7 @@ from server.subscriptions import TextFrames
 
 
 def _groups(**overrides: int) -> EventGroups:
-    options = {
+    options: dict[str, Any] = {
         "product_cost": 10,
         "process_cost": 15,
         "client_cost": 1000,
@@ -242,11 +243,11 @@ async def test_a_client_starts_groups_within_its_own_budget() -> None:
     shopper = groups.join(key("shipped"), "p", 2, Source().start, "shopper")
     joined = groups.join(key("a"), "p", 2, Source().start, "shopper")
     assert joined.group is held[0].group
-    # The group stays charged to the client that started it while it runs.
-    groups.leave(held[0])
+    # While its starter holds it, a group counts against the starter, not the joiner.
     with pytest.raises(Refused):
         groups.join(key("c"), "p", 2, Source().start, "attacker")
     groups.leave(joined)
+    groups.leave(held[0])
     again = groups.join(key("c"), "p", 2, Source().start, "attacker")
     for member in (held[1], shopper, again):
         groups.leave(member)
@@ -303,3 +304,38 @@ async def test_a_connection_encodes_one_message_at_a_time() -> None:
     socket.go.set()
     await asyncio.gather(*sending)
     assert (view.encoded, len(socket.sent)) == (10, 10)
+
+
+async def test_the_client_that_started_a_group_is_free_once_it_leaves_it() -> None:
+    # Whoever still holds a group pays for it: its starter, gone, may start others.
+    groups = _groups(client_cost=2)
+    starter = groups.join(key("a"), "p", 2, Source().start, "starter")
+    stays = groups.join(key("a"), "p", 2, Source().start, "joiner")
+    with pytest.raises(Refused):
+        groups.join(key("b"), "p", 2, Source().start, "starter")
+    groups.leave(starter)
+    started = groups.join(key("b"), "p", 2, Source().start, "starter")
+    # The joiner holds the first group now: its own budget is taken by it.
+    with pytest.raises(Refused):
+        groups.join(key("c"), "p", 2, Source().start, "joiner")
+    for member in (stays, started):
+        groups.leave(member)
+    assert (groups.groups, groups.members, groups.points) == (0, 0, 0)
+    groups.leave(groups.join(key("c"), "p", 2, Source().start, "joiner"))
+
+
+async def test_an_event_is_counted_in_the_bytes_the_view_sends() -> None:
+    # With ORJSON=false the view escapes every non-ASCII character: an emoji of 4 bytes
+    # is sent as 12. The limit holds for what is sent.
+    import json
+
+    groups = _groups(max_bytes=3000)
+    groups.encode = lambda data: json.dumps(data)
+    source = Source()
+    member = groups.join(key("a"), "p", 1, source.start)
+    await source.queue.put(ExecutionResult(data={"body": "\U0001f600" * 400}, errors=None))
+    (ended,) = await take(member, 1)
+    assert ended.errors is not None
+    assert ended.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
+    assert result_bytes(ExecutionResult(data={"body": "\U0001f600" * 400}, errors=None)) < 3000
+    groups.leave(member)

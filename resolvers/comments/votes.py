@@ -24,7 +24,14 @@ async def vote(ctx: Context, comment_id: str, verdict: Vote | None) -> Comment:
     await take_turn(ctx, who, Family.VOTE)
     try:
         result = await ctx.storage(
-            vote_helpful(ctx.table, comment_id, voter=who.author_id, vote=verdict)
+            vote_helpful(
+                ctx.table,
+                comment_id,
+                voter=who.author_id,
+                vote=verdict,
+                # The lane's transaction is shared with other voters: not this request's.
+                shared=ctx.app_table,
+            )
         )
     except CommentNotFound as exc:
         raise not_found(ctx.meter, field) from exc

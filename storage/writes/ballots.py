@@ -13,7 +13,10 @@ transaction, as DynamoDB takes 100 actions).
 A cancellation says, action by action, what failed:
 
 - a vote item's own condition: that viewer's vote changed meanwhile; that vote alone is
-  read again and decided again (``Moved``), the others go again without it, at once;
+  read again and decided again (``Moved``), the others go again without it, at once. Its
+  voter is then *contested* for ``CONTESTED_SECONDS``: their votes go in transactions of
+  their own, so that one viewer whose votes race each other (from this process or
+  another) cancels other viewers' transactions at most once, not round after round;
 - the comment's condition (it exists, is published, is not the voter's own, and holds at
   least the votes being withdrawn): the item as it is (ALL_OLD) says which refusal
   applies, and to whom;
@@ -21,27 +24,29 @@ A cancellation says, action by action, what failed:
   ``backoff.attempts`` transactions each, then ``WriteConflict``.
 
 The helpful order's key (HSK: the padded helpful count, then GSISK) cannot be computed by
-an update expression, and conditioning on the count would make voters contend again. The
-transaction sets it as predicted: from the newest state the lane knows (its last read
-after a commit, or the voters' own reads) plus the batch's moves, with no condition. The
-prediction is right unless another process wrote the comment since that state. After a
-commit the lane reads the comment (strongly consistent): that is every voter's answer,
-and it checks HSK against the count read. When they differ and no vote waits, the lane
-sets it, before answering the batch, with one UpdateItem conditioned on that count (and
-on the comment existing and being published), never on the version; while votes wait it
-is left to the next batch, whose prediction starts from this read. A failed condition
-means a later write moved the count, and that write sets the key itself (an edit or a
-moderation puts the whole item) or has a read and follow-up of its own (a vote, in this
-process or another).
+an update expression, and conditioning on the count would make voters contend again. So
+the transaction leaves it, and after a commit the lane reads the comment (strongly
+consistent): that is every voter's answer, and it checks HSK against the count read. When
+they differ, the lane sets it with one UpdateItem conditioned on that count (and on the
+comment existing and being published), never on the version: before answering the batch
+when no vote waits, else at least every ``KEY_LAG_SECONDS`` while votes keep coming. A
+failed condition means a later write moved the count, and that write sets the key itself
+(an edit or a moderation puts the whole item) or has a read and follow-up of its own (a
+vote, in this process or another). So the key only ever takes the value of a count the
+comment really had, in the order the counts came (a key set from an older count fails
+its condition): it lags the count, it never runs ahead of it or back past it. (A key
+predicted in the transaction, from what the lane last read, would be set back below the
+count when another process voted in between, and a walk of the most helpful order would
+meet the comment twice.)
 
-The staleness bound: HSK differs from the count only from the commit of a vote whose
-prediction missed (another process voted in between) until the follow-up after the last
-vote on that comment completes (one read and one UpdateItem after its commit). A voter
-is answered once the key matches the count read, unless more votes on the comment wait
-in this process (the last batch checks). A process that stops between a commit and that
-check, or a follow-up that kept conflicting with other processes' transactions, leaves
-the key stale until the next vote on that comment, or until ``verify``/``repair``, which
-check HSK against the count.
+The staleness bound: HSK differs from the count from a vote's commit until the follow-up
+after it completes: at most ``KEY_LAG_SECONDS`` plus one read and one UpdateItem while
+votes on the comment keep coming to this process, and one read and one UpdateItem after
+the last. A voter is answered once the key matches the count read, unless more votes on
+the comment wait in this process. A process that stops between a commit and that check,
+or a follow-up that kept conflicting with other processes' transactions, leaves the key
+stale until the next vote on that comment, or until ``verify``/``repair``, which check HSK
+against the count.
 """
 
 from __future__ import annotations
@@ -70,7 +75,6 @@ from storage.items import (
     VOTE_ATTR,
     comment_key,
     item_to_comment,
-    item_version,
 )
 from storage.lanes import Lane
 from storage.model import Comment, Status, Vote
@@ -83,9 +87,16 @@ from storage.writes.transaction import CallBudget, Cancellation, Part, transact
 COMMENT = "comment"
 # Vote items a transaction carries: DynamoDB takes 100 actions, one is the comment.
 MAX_BALLOTS = 99
-# UpdateItems that bring the key up before leaving it to the next vote or repair: each
-# failure is another transaction on the comment in progress, whose own follow-up comes.
-FOLLOW_UP_ATTEMPTS = 3
+# UpdateItems that bring the key up before leaving it to the next vote or repair. A
+# failed condition ends them (a later write moved the count and follows up itself); a
+# conflict with a transaction in flight is retried with the voters' backoff: the last
+# follow-up on a comment has no later one to leave the key to.
+FOLLOW_UP_ATTEMPTS = 8
+# While votes keep coming, the key is brought up at least this often.
+KEY_LAG_SECONDS = 1.0
+# How long a voter whose vote item changed under a batch votes in transactions of their
+# own (see the module doc).
+CONTESTED_SECONDS = 5.0
 
 
 class Moved(StorageError):
@@ -96,7 +107,9 @@ class Moved(StorageError):
 class Ballot:
     """One viewer's vote moving from ``before`` to ``after``, waiting for its transaction."""
 
-    table: TableRef  # the voter's view of the table: its request's calls are its own
+    # The table the lane's calls go through: shared by the voters of a batch, so no one
+    # request's budget or figures carry the others' (``vote_helpful``'s ``shared``).
+    table: TableRef
     voter: str
     before: Vote | None
     after: Vote | None
@@ -108,6 +121,9 @@ class Ballot:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     conflicts: int = 0  # transactions of this vote cancelled by contention
+    # Its request gave up while it was in a transaction: if that one does not commit, the
+    # vote is not tried again.
+    abandoned: bool = False
 
     def delta(self, vote: Vote) -> int:
         return int(self.after is vote) - int(self.before is vote)
@@ -132,9 +148,10 @@ async def cast(table: TableRef, comment_id: str, ballot: Ballot) -> Comment:
     try:
         return await asyncio.shield(ballot.done)
     except asyncio.CancelledError:
-        # Given up before its turn: it is never written. Once taken, it may commit, and
-        # nobody waits for the outcome.
+        # Given up before its turn: it is never written. Once taken, the transaction
+        # under way may commit (nobody waits for the outcome), but it is not tried again.
         if not table.vote_lanes.leave(comment_id, ballot):
+            ballot.abandoned = True
             ballot.done.add_done_callback(_ignored)
         raise
 
@@ -148,22 +165,29 @@ def _ignored(done: asyncio.Future[Comment]) -> None:
 class _Served:
     """What a lane's task knows of its comment between rounds."""
 
-    # The comment as read after the last commit (its version, and the comment).
-    known: tuple[int, Comment] | None = None
-    # That read, when its HSK was left behind its count for the next batch to set (with
-    # the table and backoff to set it with).
+    # The read after the last commit, when its HSK was behind its count (with the table
+    # and backoff to set it with), and since when (loop time) the key has lagged.
     stale: tuple[TableRef, Item, Backoff] | None = None
+    stale_since: float = 0.0
+    # Voters whose vote item changed under a batch, until when (loop time) they vote in
+    # transactions of their own. Only voters of this lane, and dropped with it.
+    contested: dict[str, float] = field(default_factory=dict)
+
+    def lagging(self, now: float) -> bool:
+        return self.stale is not None and now - self.stale_since >= KEY_LAG_SECONDS
 
 
 async def _serve(comment_id: str, lane: Lane[Ballot]) -> None:
     served = _Served()
     batch: list[Ballot] = []
+    loop = asyncio.get_running_loop()
     try:
         while lane.waiting:
-            batch = _take(lane)
+            batch = _take(lane, served, loop.time())
             await _round(comment_id, lane, batch, served)
-            if served.stale is not None and not lane.waiting:
-                # A batch committed while others waited, and those did not commit.
+            if served.stale is not None and (not lane.waiting or served.lagging(loop.time())):
+                # Batches committed and the key lags their count: brought up now, as no
+                # vote waits (or it has lagged long enough).
                 await bring_key_up(*served.stale)
                 served.stale = None
     except BaseException as exc:
@@ -174,15 +198,22 @@ async def _serve(comment_id: str, lane: Lane[Ballot]) -> None:
         raise
 
 
-def _take(lane: Lane[Ballot]) -> list[Ballot]:
+def _take(lane: Lane[Ballot], served: _Served, now: float) -> list[Ballot]:
     """The oldest waiting votes, at most one per viewer (two actions on one item make an
-    invalid transaction) and ``MAX_BALLOTS``."""
+    invalid transaction) and ``MAX_BALLOTS``; a contested voter's vote goes alone."""
+    for voter, until in list(served.contested.items()):
+        if until <= now:
+            del served.contested[voter]
     batch: list[Ballot] = []
     voters: set[str] = set()
     for ballot in lane.waiting:
-        if len(batch) == MAX_BALLOTS:
+        if len(batch) == MAX_BALLOTS or ballot.done.done():
+            continue
+        contested = ballot.voter in served.contested
+        if contested and not batch:
+            batch.append(ballot)  # first in line: alone
             break
-        if ballot.voter not in voters and not ballot.done.done():
+        if not contested and ballot.voter not in voters:
             voters.add(ballot.voter)
             batch.append(ballot)
     lane.waiting[:] = [b for b in lane.waiting if b not in batch and not b.done.done()]
@@ -205,21 +236,26 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], serve
     if not going:
         return
     table = going[0].table
+    loop = asyncio.get_running_loop()
     try:
-        parts = _parts(table, comment_id, going, _predicted_key(going, served))
+        parts = _parts(table, comment_id, going)
         cancel = await transact(table, parts, CallBudget())
         if cancel is None:
             response = await table.client.get_item(
                 TableName=table.name, Key=comment_key(comment_id), ConsistentRead=True
             )
             item = response.get("Item")
-            served.stale = None
             if item and _key_is_stale(item):
+                if served.stale is None:
+                    served.stale_since = loop.time()
                 served.stale = (table, item, going[0].backoff)
-                if not lane.waiting:  # else the last batch's follow-up sets it
+                if not lane.waiting or served.lagging(loop.time()):
+                    # Before answering: a voter who reloads the helpful order sees the
+                    # comment in its place (else the follow-up after the next batch).
                     await bring_key_up(*served.stale)
                     served.stale = None
-            served.known = None if not item else (item_version(item), item_to_comment(item))
+            else:
+                served.stale = None
             for ballot in going:
                 ballot.settle(
                     item_to_comment(item)
@@ -231,31 +267,27 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], serve
         for ballot in going:
             ballot.settle(exc)
         return
+    for n, ballot in enumerate(going):
+        if cancel.failed(_name(n)):
+            served.contested[ballot.voter] = loop.time() + CONTESTED_SECONDS
     again = _refused(comment_id, going, cancel)
     if again and not cancel.any_condition_failed:  # contention: pause, then all again
         for ballot in again:
             ballot.conflicts += 1
-        worn = [b for b in again if b.conflicts >= b.backoff.attempts]
+        worn = [b for b in again if b.conflicts >= b.backoff.attempts or b.abandoned]
         for ballot in worn:
             ballot.settle(WriteConflict("the comment kept meeting concurrent votes; retry"))
         again = [b for b in again if b not in worn]
+        # Back in the lane before the pause: a request that gives up meanwhile takes its
+        # vote back (``Lanes.leave``), and it is never written.
+        lane.waiting[:0] = [b for b in again if not b.abandoned]
         if again:
             await again[0].backoff.sleep(max(b.conflicts for b in again))
-    lane.waiting[:0] = again
-
-
-def _predicted_key(going: list[Ballot], served: _Served) -> str | None:
-    """The HSK the comment has after the batch if nothing else wrote it since the newest
-    state known (the lane's last read, or the voters' own); None when the batch leaves
-    the helpful count as it was."""
-    moved = sum(b.delta(Vote.HELPFUL) for b in going)
-    if not moved:
-        return None
-    known = [(b.seen.version, b.seen.comment) for b in going]
-    if served.known is not None:
-        known.append(served.known)
-    _, before = max(known, key=lambda state: state[0])
-    return keys.helpful_sort_key(max(0, before.helpful + moved), before.sort_key)
+        return
+    for ballot in again:
+        if ballot.abandoned:
+            ballot.settle(WriteConflict("given up by its request"))
+    lane.waiting[:0] = [b for b in again if not b.abandoned]
 
 
 def _refused(comment_id: str, going: list[Ballot], cancel: Cancellation) -> list[Ballot]:
@@ -300,15 +332,11 @@ def _name(n: int) -> str:
     return f"vote {n}"
 
 
-def _parts(
-    table: TableRef, comment_id: str, going: list[Ballot], predicted: str | None
-) -> list[Part]:
+def _parts(table: TableRef, comment_id: str, going: list[Ballot]) -> list[Part]:
     """Each vote item on its own condition, and the comment's counts moved by their sum
-    (with HSK as predicted, unconditioned: the read after the commit checks it)."""
+    (HSK follows after the commit, from the count read then)."""
     parts = [_vote_part(table, comment_id, n, b) for n, b in enumerate(going)]
     u = Update()
-    if predicted is not None:
-        u.set(HELPFUL_SORT_KEY, predicted)
     for attr, vote in ((HELPFUL_ATTR, Vote.HELPFUL), (NOT_HELPFUL_ATTR, Vote.NOT_HELPFUL)):
         delta = sum(b.delta(vote) for b in going)
         if delta:

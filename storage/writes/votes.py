@@ -82,10 +82,13 @@ async def vote_helpful(
     vote: Vote | None,
     backoff: Backoff = DEFAULT_BACKOFF,
     clock: Callable[[], datetime] = utc_now,
+    shared: TableRef | None = None,
 ) -> VoteResult:
     """Set the viewer's vote (None withdraws it) on a published comment of someone else's.
     ``NotPublished``, ``OwnComment`` and ``CommentNotFound`` refuse; asking for the vote
-    one already has changes nothing."""
+    one already has changes nothing. ``shared``: the table the lane's transactions go
+    through, which several voters' requests share (not one request's metered view, whose
+    budget and figures are that request's own); ``table`` by default."""
     keys.validate_comment_id(comment_id)
     now = keys.format_timestamp(clock())
     # One budget for every read and attempt: a vote makes no more calls than any write.
@@ -104,7 +107,7 @@ async def vote_helpful(
             raise NotPublished("only published comments can be voted on")
         if current is vote:
             return VoteResult(comment, vote, False)
-        ballot = Ballot(table, voter, current, vote, now, budget, backoff, stored)
+        ballot = Ballot(shared or table, voter, current, vote, now, budget, backoff, stored)
         try:
             return VoteResult(await cast(table, comment_id, ballot), vote, True)
         except Moved:
