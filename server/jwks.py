@@ -145,8 +145,8 @@ class KeyStore:
             raise FetchFailed(type(exc).__name__) from None
         try:
             return json.loads(body)
-        except ValueError:
-            raise FetchFailed("the answer is not JSON") from None
+        except (ValueError, RecursionError):
+            raise FetchFailed("the answer is not JSON (or nests too deep)") from None
 
     async def _keep_fresh(self) -> None:
         while True:
@@ -155,7 +155,12 @@ class KeyStore:
             if keys is not None:
                 due = max(due, keys.fetched_at + self.limits.cache_seconds - self._clock())
             await asyncio.sleep(due)
-            await self.refresh()
+            try:
+                await self.refresh()
+            except Exception:
+                # Whatever a provider sends, the refreshing goes on: the set ages out
+                # (JWT_JWKS_MAX_AGE) rather than being kept for ever by a dead task.
+                log.exception("login provider's keys: refreshing %s failed", self.where)
 
     async def __aenter__(self) -> Self:
         """Open the client, fetch the set once and keep it fresh in the background."""

@@ -195,10 +195,10 @@ class TokenSettings(BaseSettings):
                 "JWT_JWKS_URL needs JWT_ISSUER and JWT_AUDIENCE: the provider signs tokens "
                 "for other applications too"
             )
-        if self.author_id_key is None:
+        if self.author_id_key is None or len(self.author_id_key.encode()) < SECRET_MIN_BYTES:
             raise ValueError(
-                "JWT_JWKS_URL needs AUTHOR_ID_KEY (the public author ids' key; see the README "
-                "to keep the ids a JWT_SECRET gave)"
+                f"JWT_JWKS_URL needs AUTHOR_ID_KEY of at least {SECRET_MIN_BYTES} bytes (the "
+                "public author ids' key; see the README to keep the ids a JWT_SECRET gave)"
             )
         return self
 

@@ -424,6 +424,23 @@ async def test_a_huge_answer_is_cut_off_at_the_byte_cap(
     assert "exceeds 262144 bytes" in caplog.text
 
 
+async def test_an_answer_that_is_no_key_set_keeps_the_held_one(
+    rsa_key: Signer, key_server: tuple[str, Published], store: tuple[KeyStore, Clock]
+) -> None:
+    keys, clock = store
+    _, published = key_server
+    published.keys = [rsa_key.jwk()]
+    clock.now += 60
+    assert await keys.refresh()
+    # Keys that are not keys, of other types, for encryption, or private: none is used.
+    private = {**rsa_key.jwk(), "d": "AQAB"}
+    published.keys = [{"kty": "EC"}, {"kty": "oct", "k": "c2VjcmV0"}, private, "x"]  # type: ignore[list-item]
+    clock.now += 60
+    assert await keys.refresh()
+    with pytest.raises(Unauthenticated, match="does not publish"):
+        authenticate(bearer(rsa_key.token()), rules(keys))
+
+
 def test_too_many_keys_are_refused_whole(rsa_key: Signer) -> None:
     with pytest.raises(ValueError, match="more than"):
         parse_key_set({"keys": [rsa_key.jwk()] * 33}, ("RS256",), 0)
@@ -603,6 +620,7 @@ def test_jwks_settings_are_accepted_in_production(environment: pytest.MonkeyPatc
         ({"jwt_issuer": None}, "JWT_ISSUER and JWT_AUDIENCE"),
         ({"jwt_audience": None}, "JWT_ISSUER and JWT_AUDIENCE"),
         ({"author_id_key": None}, "AUTHOR_ID_KEY"),
+        ({"author_id_key": "short"}, "AUTHOR_ID_KEY of at least 32 bytes"),
         ({"jwt_secret": OLD_SECRET}, "set one of them"),
         ({"jwt_jwks_url": "http://login.shop.example/jwks"}, "https://"),
         ({"jwt_jwks_url": "http://localhost.evil.example/jwks"}, "https://"),
