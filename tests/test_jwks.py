@@ -19,10 +19,13 @@ from typing import Any, cast
 import httpx
 import jwt
 import pytest
+import uvicorn
+import websockets
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from pydantic import ValidationError
+from websockets.typing import Subprotocol
 
 from resolvers.auth import TokenRules, Viewer, authenticate, mint
 from resolvers.authors import public_author_id
@@ -689,3 +692,46 @@ async def test_the_api_finds_a_rotated_key_before_checking_the_token(
         body = await ask(rsa_key.token(roles=["shop-moderator"]), QUEUE)
         assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
         assert published.requests == 2
+
+
+async def test_connection_init_finds_a_rotated_key(
+    rsa_key: Signer, key_server: tuple[str, Published], environment: pytest.MonkeyPatch
+) -> None:
+    url, published = key_server
+    published.keys = [rsa_key.jwk()]
+    settings = Settings(
+        **{**JWKS, "jwt_jwks_url": url},
+        jwt_jwks_min_interval=1,
+        live_updates=False,
+        gc_freeze=False,
+        metrics="off",
+    )
+    app = create_app(settings, client=cast(Any, object()))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        for _ in range(1000):  # uvicorn says when it listens by a flag only
+            if server.started:
+                break
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        new = ec_signer("ec-rotated")
+        published.keys = [new.jwk()]
+        await asyncio.sleep(1.05)  # the interval since start-up's fetch (1 s, the least)
+        closes = []
+        for token in (new.token(), rsa_key.token()):
+            async with websockets.connect(
+                f"ws://127.0.0.1:{port}/graphql", subprotocols=[Subprotocol("graphql-transport-ws")]
+            ) as socket:
+                payload = {"authorization": bearer(token)}
+                await socket.send(json.dumps({"type": "connection_init", "payload": payload}))
+                try:
+                    closes.append(json.loads(await socket.recv())["type"])
+                except websockets.ConnectionClosed as exc:
+                    closes.append(exc.rcvd.code if exc.rcvd else None)
+        assert closes == ["connection_ack", 4403]
+        assert published.requests == 2
+    finally:
+        server.should_exit = True
+        await serving
