@@ -35,6 +35,7 @@ from resolvers.errors import Unauthenticated
 from resolvers.keys import KeySet, parse_key_set
 from server.app import create_app
 from server.jwks import FetchLimits, KeyStore
+from server.runtime import open_worker, prepare
 from server.settings import Settings
 from storage.table import TableRef
 
@@ -735,3 +736,23 @@ async def test_connection_init_finds_a_rotated_key(
     finally:
         server.should_exit = True
         await serving
+
+
+async def test_workers_fetch_the_keys_themselves(
+    rsa_key: Signer, key_server: tuple[str, Published], environment: pytest.MonkeyPatch
+) -> None:
+    url, published = key_server
+    published.keys = [rsa_key.jwk()]
+    settings = Settings(
+        **{**JWKS, "jwt_jwks_url": url}, port=0, live_updates=False, create_table=False
+    )
+    # The parent shares no secret and prints no dev token; each worker holds its own keys.
+    with prepare(settings) as prepared:
+        assert prepared.settings.jwt_secret is None
+        assert prepared.dev_tokens is None
+        async with open_worker(prepared) as runtime:
+            assert runtime.keys is not None
+            assert runtime.tokens.keys is runtime.keys
+            viewer = authenticate(bearer(rsa_key.token()), runtime.tokens)
+            assert viewer.author_id == "ann"
+    assert published.requests == 1
