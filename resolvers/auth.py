@@ -1,4 +1,6 @@
-"""Bearer tokens: HS256 JWTs whose claims name the author and their roles."""
+"""Bearer tokens: JWTs whose claims name the author and their roles, signed either with a
+shared secret (HS256) or by the login provider, whose published keys check them
+(``resolvers.keys``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from typing import Any
 
 import jwt
 
+from resolvers.claims import ClaimMap
 from resolvers.errors import Unauthenticated
+from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES, KeySource, choose_key
 from storage.errors import InvalidInput
 from storage.model import AUTHOR_MAX, check_identifier, clean_author_name
 
@@ -23,14 +27,28 @@ DEFAULT_MAX_LIFETIME = 7 * 24 * 3600
 
 @dataclass(frozen=True, slots=True)
 class TokenRules:
-    """What a bearer token must satisfy: signed (HS256) with ``secret``; the ``issuer`` and
-    ``audience`` when set; and, when ``max_lifetime`` is set, an ``iat`` at most that many
-    seconds before its ``exp``."""
+    """What a bearer token must satisfy: signed either with ``secret`` (HS256) or by a key
+    of ``keys`` with an algorithm of ``algorithms``, never both; the ``issuer`` and
+    ``audience`` when set (required with ``keys``: a provider signs tokens for other
+    applications too); and, when ``max_lifetime`` is set, an ``iat`` at most that many
+    seconds before its ``exp``. ``claims`` says where the claims are."""
 
-    secret: str = field(repr=False)
+    secret: str | None = field(default=None, repr=False)
     issuer: str | None = None
     audience: str | None = None
     max_lifetime: int | None = DEFAULT_MAX_LIFETIME
+    keys: KeySource | None = None
+    algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
+    claims: ClaimMap = field(default_factory=ClaimMap)
+
+    def __post_init__(self) -> None:
+        if (self.secret is None) == (self.keys is None):
+            raise ValueError("token rules take a secret or published keys, one of them")
+        if self.keys is not None:
+            if self.issuer is None or self.audience is None:
+                raise ValueError("tokens checked with published keys need an issuer and audience")
+            if not self.algorithms or not set(self.algorithms) <= KEY_TYPES.keys():
+                raise ValueError(f"published keys serve only {', '.join(KEY_TYPES)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +81,25 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("the Authorization header must be: Bearer <token>")
-    required = ["sub", "exp"]
+    token = token.strip()
+    key: Any = rules.secret
+    algorithms = [ALGORITHM]
+    if rules.keys is not None:
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.InvalidTokenError as exc:
+            raise Unauthenticated("the token is not valid") from exc
+        key = choose_key(header, rules.keys.key_set(), rules.algorithms).key
+        algorithms = [header["alg"]]
+    required = ["exp"]
     required += ["iat"] if rules.max_lifetime else []
     required += ["iss"] if rules.issuer is not None else []
     required += ["aud"] if rules.audience is not None else []
     try:
         claims = jwt.decode(
-            token.strip(),
-            rules.secret,
-            algorithms=[ALGORITHM],
+            token,
+            key,
+            algorithms=algorithms,
             issuer=rules.issuer,
             audience=rules.audience,
             # PyJWT converts the time claims with int(), which takes "1700000000" and True
@@ -92,13 +120,18 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
     except jwt.InvalidTokenError as exc:
         raise Unauthenticated("the token is not valid") from exc
     _check_times(claims, rules.max_lifetime, time.time())
-    sub, name, roles = claims.get("sub"), claims.get("name"), claims.get("roles", [])
+    paths = rules.claims
+    sub, name = paths.subject.find(claims), paths.name.find(claims)
+    roles = paths.roles.find(claims)
+    roles = [] if roles is None else roles
     # Claims end up in storage keys, moderation records, replies and logs: each must be
     # text those can carry, with nothing invisible or unencodable in it.
+    if sub is None:
+        raise Unauthenticated(f"the token has no {paths.subject.text} claim")
     try:
         sub = check_identifier("sub", sub, AUTHOR_MAX)
     except InvalidInput as exc:
-        raise Unauthenticated(f"the token's sub claim must name the author: {exc}") from exc
+        raise Unauthenticated(f"the token's subject claim must name the author: {exc}") from exc
     if name is not None:
         try:
             name = clean_author_name(name)
@@ -106,7 +139,8 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
             raise Unauthenticated(f"the token's name claim is not a display name: {exc}") from exc
     if not isinstance(roles, list) or not all(_is_identifier(r) for r in roles):
         raise Unauthenticated("the token's roles claim must be a list of role names")
-    purchases = claims.get("purchases", [])
+    purchases = paths.purchases.find(claims)
+    purchases = [] if purchases is None else purchases
     if (
         not isinstance(purchases, list)
         or len(purchases) > PURCHASES_MAX
@@ -115,7 +149,10 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
         raise Unauthenticated(
             f"the token's purchases claim must be a list of at most {PURCHASES_MAX} product ids"
         )
-    return Viewer(sub, name, frozenset(roles), frozenset(purchases))
+    # The provider's role names become this API's two roles; others mean nothing here.
+    ours = {MODERATOR: paths.moderator_role, MERCHANT: paths.merchant_role}
+    granted = frozenset(role for role, theirs in ours.items() if theirs in roles)
+    return Viewer(sub, name, granted, frozenset(purchases))
 
 
 def _is_identifier(value: object) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -60,6 +60,9 @@ class Context:
     # The operation the request runs, as the client named it or, once the document is
     # parsed, as the document does (for the server's metrics, traces and logs).
     operation_name: str | None = None
+    # Awaited with a token before it is checked where that can wait (connection_init): a
+    # key it names that the key set lacks is looked for (server.runtime.Runtime.ready_for).
+    ready_for: Callable[[str | None], Awaitable[None]] | None = None
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error).
@@ -166,6 +169,11 @@ def make_context(
 ) -> Context:
     """A fresh context: new meter, new loaders; the app's client, 5-star locks and plan
     memory."""
+    # AUTHOR_ID_KEY, else (tokens signed with a secret) JWT_SECRET: the settings require
+    # AUTHOR_ID_KEY when tokens are checked with a provider's keys.
+    id_secret = author_id_secret or tokens.secret
+    if id_secret is None:
+        raise RuntimeError("public author ids need AUTHOR_ID_KEY when there is no JWT_SECRET")
     meter = Meter()
     table = _metered(app_table, meter)
     deadline = asyncio.get_running_loop().time() + storage_timeout
@@ -176,7 +184,7 @@ def make_context(
         request_id=request_id,
         tokens=tokens,
         authorization=authorization,
-        author_key=author_key(author_id_secret or tokens.secret),
+        author_key=author_key(id_secret),
         deadline=deadline,
         tuning=tuning,
         write_limits=write_limits,

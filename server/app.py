@@ -421,15 +421,19 @@ class GraphQLApp(GraphQL[Context, None]):
         request_id = getattr(request.state, "request_id", None)
         if request_id is None:
             request_id = request.state.request_id = uuid.uuid4().hex
+        # Over WebSocket the token comes with connection_init only (server.subscriptions
+        # checks it there); a header on the upgrade would be an identity never checked.
+        authorization = (
+            None if isinstance(request, WebSocket) else request.headers.get("authorization")
+        )
+        # Checks of the token are synchronous: a key it names that the set lacks is looked
+        # for here, once and rate-limited, before any of them.
+        await runtime.ready_for(authorization)
         context = make_context(
             runtime.table,
             request_id=request_id,
             tokens=runtime.tokens,
-            # Over WebSocket the token comes with connection_init only (server.subscriptions
-            # checks it there); a header on the upgrade would be an identity never checked.
-            authorization=(
-                None if isinstance(request, WebSocket) else request.headers.get("authorization")
-            ),
+            authorization=authorization,
             storage_timeout=runtime.settings.storage_timeout,
             tuning=runtime.tuning,
             write_limits=runtime.write_limits,
@@ -440,6 +444,7 @@ class GraphQLApp(GraphQL[Context, None]):
             feed=runtime.feed,
         )
         context.over_socket = isinstance(request, WebSocket)
+        context.ready_for = runtime.ready_for
         # Read by kept_privately once the answer is made.
         request.state.context = context
         exchange = exchange_of(request.scope)
@@ -448,6 +453,10 @@ class GraphQLApp(GraphQL[Context, None]):
         return context
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        params = context.connection_params or {}
+        token = params.get("authorization", params.get("Authorization"))
+        if isinstance(token, str) and context.ready_for is not None:
+            await context.ready_for(token)
         authorize(context)
         socket = CURRENT.get()
         if socket is not None and context.authorization is not None:

@@ -34,6 +34,7 @@ from starlette.applications import Starlette
 from resolvers.auth import TokenRules, mint
 from server import metrics as process_metrics
 from server.demo import demo_comments
+from server.jwks import KeyStore
 from server.local_engine import LocalEngine
 from server.metrics import Metrics, listener
 from server.progress import progress_bar
@@ -82,6 +83,14 @@ class Runtime:
     dev_tokens: DevTokens | None = None
     # The process's feed of the table's stream; None when live updates are off.
     feed: Feed | None = None
+    # The login provider's keys (JWT_JWKS_URL); None when tokens are checked with a secret.
+    keys: KeyStore | None = None
+
+    async def ready_for(self, authorization: str | None) -> None:
+        """Before a token is checked (synchronously): when it names a key the set lacks,
+        one rate-limited refresh of the set."""
+        if self.keys is not None:
+            await self.keys.ensure(authorization)
 
     @property
     def tuning(self) -> Tuning:
@@ -175,8 +184,9 @@ async def open_runtime(
         if settings.port:  # 0: the port is chosen when the socket binds, unknown here
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
             announce(settings, f"{name}: {local_url(settings)}/graphql")
-        rules, dev_tokens = _token_rules(settings)
-        yield Runtime(table, rules, settings, dev_tokens, feed)
+        keys = await _open_keys(stack, settings)
+        rules, dev_tokens = _token_rules(settings, keys)
+        yield Runtime(table, rules, settings, dev_tokens, feed, keys)
 
 
 @asynccontextmanager
@@ -184,12 +194,27 @@ async def open_worker(prepared: Prepared, tracing: Tracing | None = None) -> Asy
     """A worker's runtime: its own client to the table its parent prepared, the shared
     secret; nothing created, nothing printed."""
     settings = prepared.settings
-    if settings.jwt_secret is None or settings.embedded:
+    signed = settings.jwt_secret is not None or settings.jwt_jwks_url is not None
+    if not signed or settings.embedded:
         raise RuntimeError("a worker needs the endpoint and the secret its parent settled")
     async with AsyncExitStack() as stack:
         table, feed = await _open_table(stack, settings, None, tracing)
-        rules = _rules(settings, settings.jwt_secret)
-        yield Runtime(table, rules, settings, prepared.dev_tokens, feed)
+        keys = await _open_keys(stack, settings)
+        rules = _rules(settings, settings.jwt_secret, keys)
+        yield Runtime(table, rules, settings, prepared.dev_tokens, feed, keys)
+
+
+async def _open_keys(stack: AsyncExitStack, settings: Settings) -> KeyStore | None:
+    """The login provider's keys, fetched once now and kept fresh while the block runs
+    (a failed first fetch is logged and retried: tokens are refused until one succeeds)."""
+    if settings.jwt_jwks_url is None:
+        return None
+    store = KeyStore(
+        settings.jwt_jwks_url,
+        algorithms=tuple(settings.jwt_algorithms),
+        limits=settings.fetch_limits,
+    )
+    return await stack.enter_async_context(store)
 
 
 @contextmanager
@@ -215,9 +240,13 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
         if settings.port:
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
             announce(settings, f"{name}: {local_url(settings)}/graphql")
-        rules, dev_tokens = _token_rules(settings)
+        # With JWT_JWKS_URL there is no secret to share: each worker fetches the keys.
+        secret, dev_tokens = None, None
+        if settings.jwt_jwks_url is None:
+            rules, dev_tokens = _token_rules(settings, None)
+            secret = rules.secret
         worker = shared.model_copy(
-            update={"jwt_secret": rules.secret, "create_table": False, "dev_token": False}
+            update={"jwt_secret": secret, "create_table": False, "dev_token": False}
         )
         yield Prepared(worker, dev_tokens)
 
@@ -352,17 +381,22 @@ async def _seed_demo(table: TableRef, settings: Settings) -> None:
     await load_new_products(table, comments, progress=progress)
 
 
-def _token_rules(settings: Settings) -> tuple[TokenRules, DevTokens | None]:
-    """The rules bearer tokens must meet, and the dev tokens printed, if any. Without
-    JWT_SECRET (the settings allow that only with the embedded engine) the secret is the
-    development one, made in DATA_DIR on the first start and kept there (``comments token``
-    finds it), and the dev tokens are printed with it."""
+def _token_rules(settings: Settings, keys: KeyStore | None) -> tuple[TokenRules, DevTokens | None]:
+    """The rules bearer tokens must meet, and the dev tokens printed, if any. With
+    JWT_JWKS_URL tokens come from the login provider only: no secret, no dev tokens.
+    Without JWT_SECRET (the settings allow that only with the embedded engine) the secret
+    is the development one, made in DATA_DIR on the first start and kept there (``comments
+    token`` finds it), and the dev tokens are printed with it."""
+    if settings.jwt_jwks_url is not None:
+        if keys is None:
+            raise RuntimeError("JWT_JWKS_URL without the key store that fetches it")
+        return _rules(settings, None, keys), None
     secret = settings.jwt_secret
     generated = secret is None
     if secret is None:
         secret = secret_from_file(dev_secret_path(settings.data_dir))
     if not (settings.dev_token or (settings.dev_token is None and generated)):
-        return _rules(settings, secret), None
+        return _rules(settings, secret, None), None
     lifetime = min(DEV_TOKEN_LIFETIME, settings.jwt_max_lifetime or DEV_TOKEN_LIFETIME)
 
     def dev(subject: str, name: str, roles: list[str]) -> str:
@@ -383,13 +417,16 @@ def _token_rules(settings: Settings) -> tuple[TokenRules, DevTokens | None]:
     hours = f"{lifetime / 3600:g} h"
     announce(settings, f"Dev token (shopper, {hours}): {tokens.shopper}")
     announce(settings, f"Dev token (moderator, {hours}): {tokens.moderator}")
-    return _rules(settings, secret), tokens
+    return _rules(settings, secret, None), tokens
 
 
-def _rules(settings: Settings, secret: str) -> TokenRules:
+def _rules(settings: Settings, secret: str | None, keys: KeyStore | None) -> TokenRules:
     return TokenRules(
         secret,
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
         max_lifetime=settings.jwt_max_lifetime or None,
+        keys=keys,
+        algorithms=tuple(settings.jwt_algorithms),
+        claims=settings.claim_map,
     )

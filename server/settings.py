@@ -10,10 +10,13 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from resolvers.auth import DEFAULT_MAX_LIFETIME
+from resolvers.claims import ClaimMap, ClaimPath
+from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES
 from schema import SchemaOptions
 from server.demo import DEMO_PRODUCTS
 from server.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.http_cache import CachePolicy
+from server.jwks import FetchLimits
 from server.logs import LogFormat
 from server.metrics import DEFAULT_MAX_OPERATIONS
 from server.secret_file import SECRET_MIN_BYTES, secret_from_file
@@ -28,6 +31,9 @@ from storage.writes.reports import DEFAULT_THRESHOLD as DEFAULT_REPORT_THRESHOLD
 # Defaults of the layers these settings configure are defined there, once, and read here.
 _CLIENT = ClientSettings()
 _SCHEMA = SchemaOptions()
+_CLAIMS = ClaimMap()
+_FETCH = FetchLimits()
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 # Request headers real browser clients send: the JSON body and the token; W3C trace context
 # and baggage (OpenTelemetry) and Sentry's trace header; Apollo Client's name, version and
@@ -115,6 +121,107 @@ class TokenSettings(BaseSettings):
     jwt_audience: str | None = None
     # Seconds a token may live (exp - iat); tokens must then carry iat. 0: no cap.
     jwt_max_lifetime: int = Field(default=DEFAULT_MAX_LIFETIME, ge=0)
+    # The login provider's published keys (JWKS): tokens are checked with those instead of
+    # JWT_SECRET (one or the other), with the algorithms of JWT_ALGORITHMS only; JWT_ISSUER,
+    # JWT_AUDIENCE and AUTHOR_ID_KEY are then required.
+    jwt_jwks_url: str | None = None
+    jwt_algorithms: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_ALGORITHMS)
+    )
+    # Seconds the key set is used before a refresh in the background; at most one fetch per
+    # JWT_JWKS_MIN_INTERVAL seconds (a token naming an unknown key asks for one); seconds
+    # and bytes one fetch may take; and the age past which a set that cannot be refreshed
+    # is no longer trusted (every token is refused until a fetch succeeds).
+    jwt_jwks_cache_seconds: float = Field(default=_FETCH.cache_seconds, ge=1, le=86400)
+    jwt_jwks_min_interval: float = Field(default=_FETCH.min_interval, ge=1, le=3600)
+    jwt_jwks_timeout: float = Field(default=_FETCH.timeout, gt=0, le=30)
+    jwt_jwks_max_bytes: int = Field(default=_FETCH.max_bytes, ge=1024, le=4 * 1024 * 1024)
+    jwt_jwks_max_age: float = Field(default=_FETCH.max_age, ge=60, le=7 * 86400)
+    # Where the claims are (a dotted path, or a JSON pointer starting with /; resolvers.claims)
+    # and the provider's names of the moderator and merchant roles.
+    jwt_claim_subject: str = _CLAIMS.subject.text
+    jwt_claim_name: str = _CLAIMS.name.text
+    jwt_claim_roles: str = _CLAIMS.roles.text
+    jwt_claim_purchases: str = _CLAIMS.purchases.text
+    jwt_role_moderator: str = Field(default=_CLAIMS.moderator_role, min_length=1)
+    jwt_role_merchant: str = Field(default=_CLAIMS.merchant_role, min_length=1)
+    # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
+    # set it to keep the ids when rotating that secret. Required with JWT_JWKS_URL.
+    author_id_key: str | None = None
+
+    @field_validator("jwt_algorithms", mode="before")
+    @classmethod
+    def _split_algorithms(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @field_validator("jwt_algorithms")
+    @classmethod
+    def _asymmetric(cls, value: list[str]) -> list[str]:
+        if not value or not set(value) <= KEY_TYPES.keys():
+            raise ValueError(f"JWT_ALGORITHMS must be some of {', '.join(KEY_TYPES)}")
+        return value
+
+    @field_validator(
+        "jwt_claim_subject", "jwt_claim_name", "jwt_claim_roles", "jwt_claim_purchases"
+    )
+    @classmethod
+    def _claim_path(cls, value: str) -> str:
+        ClaimPath(value)
+        return value
+
+    @field_validator("jwt_jwks_url")
+    @classmethod
+    def _jwks_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        # Keys fetched in the clear could be swapped on the way: HTTPS, but for loopback.
+        if not value.startswith("https://") and not any(
+            value.startswith(f"http://{host}") and value[7 + len(host) :][:1] in ("", ":", "/")
+            for host in _LOOPBACK_HOSTS
+        ):
+            raise ValueError("JWT_JWKS_URL must be an https:// URL (http:// only on loopback)")
+        return value
+
+    @model_validator(mode="after")
+    def _jwks_needs(self) -> Self:
+        if self.jwt_jwks_url is None:
+            return self
+        if self.jwt_secret is not None or self.jwt_secret_file is not None:
+            raise ValueError("JWT_JWKS_URL and JWT_SECRET (or JWT_SECRET_FILE): set one of them")
+        if not self.jwt_issuer or not self.jwt_audience:
+            raise ValueError(
+                "JWT_JWKS_URL needs JWT_ISSUER and JWT_AUDIENCE: the provider signs tokens "
+                "for other applications too"
+            )
+        if self.author_id_key is None or len(self.author_id_key.encode()) < SECRET_MIN_BYTES:
+            raise ValueError(
+                f"JWT_JWKS_URL needs AUTHOR_ID_KEY of at least {SECRET_MIN_BYTES} bytes (the "
+                "public author ids' key; see the README to keep the ids a JWT_SECRET gave)"
+            )
+        return self
+
+    @property
+    def claim_map(self) -> ClaimMap:
+        return ClaimMap(
+            subject=ClaimPath(self.jwt_claim_subject),
+            name=ClaimPath(self.jwt_claim_name),
+            roles=ClaimPath(self.jwt_claim_roles),
+            purchases=ClaimPath(self.jwt_claim_purchases),
+            moderator_role=self.jwt_role_moderator,
+            merchant_role=self.jwt_role_merchant,
+        )
+
+    @property
+    def fetch_limits(self) -> FetchLimits:
+        return FetchLimits(
+            cache_seconds=self.jwt_jwks_cache_seconds,
+            min_interval=self.jwt_jwks_min_interval,
+            timeout=self.jwt_jwks_timeout,
+            max_bytes=self.jwt_jwks_max_bytes,
+            max_age=self.jwt_jwks_max_age,
+        )
 
     @field_validator("jwt_secret")
     @classmethod
@@ -154,9 +261,6 @@ class Settings(StorageSettings, TokenSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     # Processes serving requests (server.workers); 1: the server runs in this process.
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
-    # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
-    # set it to keep the ids when rotating that secret.
-    author_id_key: str | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Request headers browsers may send from those origins: what real clients add.
     cors_allow_headers: Annotated[list[str], NoDecode] = Field(
@@ -359,8 +463,8 @@ class Settings(StorageSettings, TokenSettings):
     def _production_needs(self) -> Self:
         if self.production and self.embedded:
             raise ValueError("PRODUCTION needs DYNAMODB_ENDPOINT_URL (no embedded engine)")
-        if self.production and self.jwt_secret is None:
-            raise ValueError("PRODUCTION needs JWT_SECRET")
+        if self.production and self.jwt_secret is None and self.jwt_jwks_url is None:
+            raise ValueError("PRODUCTION needs JWT_SECRET or JWT_JWKS_URL")
         return self
 
     @model_validator(mode="after")
@@ -377,10 +481,10 @@ class Settings(StorageSettings, TokenSettings):
         # fine for the embedded engine, one development process that prints a fresh dev
         # token each time; tokens for a real table must outlive a restart and hold in
         # every process.
-        if not self.embedded and self.jwt_secret is None:
+        if not self.embedded and self.jwt_secret is None and self.jwt_jwks_url is None:
             raise ValueError(
                 "JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is "
-                "(only the embedded engine runs on a secret made at start-up)"
+                "(or JWT_JWKS_URL; only the embedded engine runs on a secret made at start-up)"
             )
         return self
 
