@@ -20,7 +20,8 @@ KNOWN_ROLES = (MODERATOR, MERCHANT)
 @strawberry.type(description="Who is signed in (from the bearer token).")
 class Viewer:
     author_id: strawberry.ID = strawberry.field(
-        description="The author id of the token (its `sub`)."
+        description="The author id of the token: its subject (`sub`, or the claim the server is "
+        "set to read it from)."
     )
     roles: list[str] = strawberry.field(
         description=f"The token's roles this API acts on: {', '.join(KNOWN_ROLES)}."
