@@ -25,13 +25,19 @@ from storage.events import Listing
 from storage.feed import Delivery, Ended, Feed, Subscription, TooManySubscribers
 
 
-def listing_of(product_id: str, language: str | None, ratings: Sequence[int] | None) -> Listing:
+def listing_of(
+    product_id: str,
+    language: str | None,
+    ratings: Sequence[int] | None,
+    verified_only: bool = False,
+) -> Listing:
     """The listing a subscriber watches, from the subscription's arguments (InvalidInput,
     BAD_USER_INPUT to clients, when one is not acceptable)."""
     return Listing(
         keys.validate_product_id(product_id),
         None if language is None else keys.validate_language(language),
         keys.validate_ratings(None if ratings is None else frozenset(ratings)),
+        verified_only,
     )
 
 

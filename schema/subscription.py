@@ -10,9 +10,11 @@ import strawberry
 from strawberry import relay
 
 from resolvers import live
+from schema.comments.orders import CommentOrder
 from schema.comments.types import Comment
 from schema.context import Info
 from schema.products.types import RatingStats
+from storage.cursor import Ordering, encode_cursor, position_of
 from storage.events import EventKind
 from storage.feed import Delivery
 
@@ -50,6 +52,11 @@ class CommentEvent:
         description="The comment as it now is; null for REMOVED (a comment that left the "
         "listing is no longer shown to everyone)."
     )
+    edge: relay.Edge[Comment] | None = strawberry.field(
+        description="The comment as an edge of the listing subscribed to, with its cursor "
+        "in the subscription's orderBy (as Product.comments would give it), to put in a "
+        "cached list in its place; null for REMOVED."
+    )
     stats: RatingStats = strawberry.field(
         description="The product's counters, all languages, read after this change (they "
         "count it, and may count later ones too)."
@@ -60,17 +67,20 @@ class CommentEvent:
     )
 
     @classmethod
-    def of(cls, delivery: Delivery) -> Self:
+    def of(cls, delivery: Delivery, ordering: Ordering = Ordering.NEWEST) -> Self:
         change = delivery.change
-        comment = None
+        comment = edge = None
         if delivery.kind is not EventKind.REMOVED and change.after is not None:
             comment = Comment.of(change.after)
+            cursor = encode_cursor(position_of(change.after, ordering), ordering)
+            edge = relay.Edge(cursor=cursor, node=comment)
         language = delivery.language_counts
         return cls(
             kind=CommentEventKind[delivery.kind.name],
             comment_id=strawberry.ID(change.comment_id),
             node_id=strawberry.ID(str(relay.GlobalID("Comment", change.comment_id))),
             comment=comment,
+            edge=edge,
             stats=RatingStats.from_counts(delivery.counts),
             language_stats=None if language is None else RatingStats.from_counts(language),
         )
@@ -81,8 +91,10 @@ class Subscription:
     @strawberry.subscription(
         description="Changes of a product's published comments as they happen, through any "
         "server process: PUBLISHED, EDITED and REMOVED, each with the counters after it. "
-        "language and ratings narrow the listing watched, as on Product.comments; events "
-        "are relative to it (a comment edited out of the ratings watched is REMOVED). "
+        "language, ratings and verifiedOnly narrow the listing watched, as on "
+        "Product.comments; events are relative to it (a comment edited out of the ratings "
+        "watched is REMOVED); each event's edge carries the comment's cursor in orderBy. "
+        "Votes are not events: the most helpful order's changes by votes are not sent. "
         "Events of one comment arrive in order, each once. An error with code EVENTS_LOST, "
         "TOO_SLOW or STORAGE_UNAVAILABLE ends the subscription: subscribe again and reload "
         "the listing, as events may be missing."
@@ -93,17 +105,19 @@ class Subscription:
         product_id: strawberry.ID,
         language: str | None = None,
         ratings: list[int] | None = None,
+        verified_only: bool = False,
+        order_by: CommentOrder = CommentOrder.NEWEST,
     ) -> AsyncGenerator[CommentEvent, None]:
-        listing = live.listing_of(product_id, language, ratings)
+        listing = live.listing_of(product_id, language, ratings, verified_only)
         events = await live.subscribe(info.context, listing)
-        return _events(events)
+        return _events(events, Ordering.of(order_by.stored()))
 
 
 async def _events(
-    deliveries: AsyncGenerator[Delivery, None],
+    deliveries: AsyncGenerator[Delivery, None], ordering: Ordering
 ) -> AsyncGenerator[CommentEvent, None]:
     try:
         async for delivery in deliveries:
-            yield CommentEvent.of(delivery)
+            yield CommentEvent.of(delivery, ordering)
     finally:
         await deliveries.aclose()

@@ -18,7 +18,7 @@ import enum
 
 from storage import keys
 from storage.errors import InvalidCursor
-from storage.model import Order
+from storage.model import Comment, Order
 
 VERSION = "c2"
 _LEGACY = "c1"
@@ -48,6 +48,16 @@ class Ordering(enum.Enum):
         if self is Ordering.MOST_HELPFUL:
             return keys.validate_helpful_position(position)
         return keys.validate_sort_key(position)
+
+
+def position_of(comment: Comment, ordering: Ordering) -> str:
+    """Where a published comment stands in a product listing's ``ordering``: the position a
+    page of that order gives it (its GSISK; its rating's partition and GSISK; its HSK)."""
+    if ordering in (Ordering.HIGHEST_RATING, Ordering.LOWEST_RATING):
+        return keys.rating_position(comment.rating, comment.sort_key)
+    if ordering is Ordering.MOST_HELPFUL:
+        return keys.helpful_sort_key(comment.helpful, comment.sort_key)
+    return comment.sort_key
 
 
 def encode_cursor(sort_key: str, ordering: Ordering = Ordering.NEWEST) -> str:

@@ -66,11 +66,13 @@ class CommentChange:
 @dataclass(frozen=True, slots=True)
 class Listing:
     """What one subscriber watches: a product's published comments, optionally in one
-    language (lower case, as ``keys.validate_language`` gives it) and some ratings."""
+    language (lower case, as ``keys.validate_language`` gives it), some ratings, and
+    verified purchases only."""
 
     product_id: str
     language: str | None = None
     ratings: frozenset[int] | None = None
+    verified_only: bool = False
 
     def shows(self, comment: Comment | None) -> bool:
         return (
@@ -79,6 +81,7 @@ class Listing:
             and comment.product_id == self.product_id
             and (self.language is None or keys.validate_language(comment.language) == self.language)
             and (self.ratings is None or comment.rating in self.ratings)
+            and (not self.verified_only or comment.verified)
         )
 
 

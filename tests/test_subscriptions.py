@@ -609,3 +609,74 @@ async def test_trusted_documents_hold_over_websocket(servers: dict[str, LiveServ
         )
         error = await _refused(client, "hash")
         assert error["extensions"]["code"] == "LIVE_UPDATES_UNAVAILABLE"
+
+
+ORDERED = """subscription($pid: ID!, $order: CommentOrder!, $verified: Boolean!) {
+  commentEvents(productId: $pid, orderBy: $order, verifiedOnly: $verified) {
+    kind commentId edge { cursor node { commentId rating } }
+  }
+}"""
+LISTED = """query($pid: ID!, $order: CommentOrder!) { product(productId: $pid) {
+  comments(orderBy: $order, first: 50) { edges { cursor node { commentId } } } } }"""
+
+
+async def test_events_carry_their_edge_in_the_order_watched_and_verified_only_holds(
+    servers: dict[str, LiveServer], http: httpx.AsyncClient
+) -> None:
+    a, b = servers["A"], servers["B"]
+    pid = f"order-{uuid.uuid4().hex[:8]}"
+    buyer = mint(SECRET, "buyer", name="Buyer", purchases=[pid])
+
+    async def write(token: str, rating: int) -> str:
+        data = await _call(
+            http,
+            b,
+            CREATE,
+            token,
+            input={"productId": pid, "rating": rating, "language": "en", "body": "x"},
+        )
+        cid: str = data["createComment"]["comment"]["commentId"]
+        return cid
+
+    async def next_event(client: Subscriber, op_id: str) -> dict[str, Any]:
+        message = await client.next(op_id, seconds=10)
+        assert message["type"] == "next", message
+        event: dict[str, Any] = message["payload"]["data"]["commentEvents"]
+        return event
+
+    async with subscriber(a.graphql_url) as client:
+        variables = {"pid": pid, "order": "HIGHEST_RATING", "verified": False}
+        await client.subscribe("high", ORDERED, variables)
+        await client.subscribe(
+            "verified", ORDERED, {**variables, "order": "NEWEST", "verified": True}
+        )
+        for _ in range(5):  # until both are live: a verified purchase's comment reaches both
+            probe = await write(buyer, 4)
+            try:
+                for op_id in ("high", "verified"):
+                    await _until(client, op_id, probe, seconds=3)
+            except TimeoutError:
+                continue
+            break
+        else:
+            raise AssertionError("the subscriptions never received an event")
+        plain = await write(AUTHOR, 2)  # not a verified purchase
+        bought = await write(buyer, 5)
+        high = [await next_event(client, "high") for _ in range(2)]
+        assert [(e["kind"], e["commentId"]) for e in high] == [
+            ("PUBLISHED", plain),
+            ("PUBLISHED", bought),
+        ]
+        # The verified-only listing never had the other one.
+        assert (await next_event(client, "verified"))["commentId"] == bought
+        # Each edge is the comment's as a page of that order gives it.
+        listed = await _call(http, a, LISTED, VOTER, pid=pid, order="HIGHEST_RATING")
+        cursors = {
+            e["node"]["commentId"]: e["cursor"] for e in listed["product"]["comments"]["edges"]
+        }
+        assert {e["commentId"]: e["edge"]["cursor"] for e in high} == {
+            cid: cursors[cid] for cid in (plain, bought)
+        }
+        await _call(http, b, DELETE, AUTHOR, id=plain)
+        removed = await next_event(client, "high")
+        assert (removed["kind"], removed["edge"]) == ("REMOVED", None)
