@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { buildSchema, isObjectType } from 'graphql';
 
 import { LISTING_ARGUMENTS, createCache, listingKey, prependCreatedComment } from '../src/apollo';
+import { applyCommentEvent } from '../src/events';
 import { CommentCardFragmentDoc, ProductCommentsDocument, type ProductCommentsQuery } from '../src/gql/graphql';
 
 // Which page of a list a query asks for; every other argument chooses the list.
@@ -56,8 +57,8 @@ function page(commentIds: string[]): ProductCommentsQuery {
           __typename: 'PageInfo',
           hasNextPage: false,
           hasPreviousPage: false,
-          startCursor: commentIds[0] ?? null,
-          endCursor: commentIds.at(-1) ?? null,
+          startCursor: commentIds[0] ? `c-${commentIds[0]}` : null,
+          endCursor: commentIds.length ? `c-${commentIds.at(-1)}` : null,
         },
         edges: commentIds.map((commentId) => ({
           __typename: 'CommentEdge',
@@ -72,6 +73,7 @@ function page(commentIds: string[]): ProductCommentsQuery {
             body: 'b',
             author: 'a',
             createdAt: '2026-01-01T00:00:00.000Z',
+            helpfulCount: 0,
           },
         })),
         plan: null,
@@ -135,4 +137,35 @@ test('a created comment goes first in newest-first lists it belongs to; other or
   assert.equal(ids(lists.oldest), null);
   assert.equal(ids(lists.helpful), null);
   assert.equal(ids(lists.verified), null);
+});
+
+test('an event past the loaded pages waits for the page that loads it; totalCount counts it', () => {
+  const cache = createCache();
+  const variables = { productId: 'p', first: 2 };
+  const loaded = page(['c3', 'c2']);
+  const comments = loaded.product?.comments;
+  assert.ok(comments);
+  comments.pageInfo.hasNextPage = true;
+  comments.totalCount = 3;
+  cache.writeQuery({ query: ProductCommentsDocument, variables, data: loaded });
+  // An older comment (it sorts after c2, beyond the loaded page) and a newer one.
+  const older = { ...comments.edges[0]!.node, commentId: 'c1', createdAt: '2025-12-31T00:00:00.000Z' };
+  const newer = { ...comments.edges[0]!.node, commentId: 'c9', createdAt: '2026-02-01T00:00:00.000Z' };
+  for (const node of [older, newer]) {
+    cache.writeFragment({ fragment: CommentCardFragmentDoc, data: node });
+    applyCommentEvent(cache, 'p', {}, {
+      __typename: 'CommentEvent',
+      kind: 'PUBLISHED',
+      commentId: node.commentId,
+      nodeId: node.id,
+      comment: node,
+      edge: { __typename: 'CommentEdge', cursor: `c-${node.commentId}`, node },
+      stats: { __typename: 'RatingStats', total: 5, average: 4, histogram: [] },
+    });
+  }
+  const after = cache.readQuery({ query: ProductCommentsDocument, variables })?.product?.comments;
+  assert.deepEqual(after?.edges.map((edge) => edge.node.commentId), ['c9', 'c3', 'c2']);
+  assert.equal(after?.totalCount, 5);
+  assert.equal(after?.pageInfo.startCursor, 'c-c9');
+  assert.equal(after?.pageInfo.endCursor, 'c-c2');
 });

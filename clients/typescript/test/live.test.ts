@@ -9,15 +9,18 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
 
-import { ApolloClient } from '@apollo/client';
+import { ApolloClient, gql } from '@apollo/client';
 import WebSocket from 'ws';
 
 import { createCache, httpLink } from '../src/apollo';
+import { applyCommentEvent } from '../src/events';
 import {
   CommentEventsDocument,
   CreateCommentDocument,
   DeleteCommentDocument,
+  ProductCommentsDocument,
   type CommentEventsSubscription,
+  type CommentOrder,
 } from '../src/gql/graphql';
 import { liveClient, splitLink } from '../src/live';
 
@@ -72,10 +75,10 @@ function events(productId: string) {
   return { next, stop: () => subscription.unsubscribe() };
 }
 
-async function create(productId: string, language: string, body: string): Promise<string> {
+async function create(productId: string, language: string, body: string, rating = 4): Promise<string> {
   const { data } = await client.mutate({
     mutation: CreateCommentDocument,
-    variables: { input: { productId, rating: 4, language, body } },
+    variables: { input: { productId, rating, language, body } },
   });
   assert.deepEqual(data?.createComment.userErrors, []);
   const id = data?.createComment.comment?.commentId;
@@ -112,5 +115,82 @@ test('a subscription sees comments written over HTTP, with the counters', async 
     assert.equal(removed.comment, null);
   } finally {
     live.stop();
+  }
+});
+
+const ORDERS: CommentOrder[] = ['NEWEST', 'OLDEST', 'HIGHEST_RATING', 'LOWEST_RATING', 'MOST_HELPFUL'];
+const EDIT = gql`
+  mutation Rerate($id: ID!, $rating: Int!) {
+    updateComment(input: { id: $id, rating: $rating }) {
+      comment {
+        commentId
+        rating
+      }
+      userErrors {
+        code
+      }
+    }
+  }
+`;
+
+/** The comment ids of a product's list in an order: as cached, or as a fresh fetch. */
+async function listed(from: ApolloClient, productId: string, orderBy: CommentOrder, cached: boolean): Promise<string[]> {
+  const variables = { productId, first: 50, orderBy };
+  const comments = cached
+    ? from.readQuery({ query: ProductCommentsDocument, variables })?.product?.comments
+    : (await from.query({ query: ProductCommentsDocument, variables, fetchPolicy: 'network-only' })).data?.product?.comments;
+  assert.ok(comments, `no ${orderBy} list`);
+  return comments.edges.map((edge) => edge.node.commentId);
+}
+
+test('events applied to the cached lists equal a fresh fetch, in every order', async () => {
+  const productId = `orders-${randomUUID().slice(0, 8)}`;
+  const seeded: string[] = [];
+  for (const [n, rating] of [3, 5, 1, 4].entries()) seeded.push(await create(productId, 'en', `seed ${n}`, rating));
+  const [rerated = '', deleted = ''] = seeded;
+  // One subscription per order, each applying its events to its own list in the cache.
+  const seen = new Map<CommentOrder, string[]>(ORDERS.map((order) => [order, []]));
+  const subscriptions = ORDERS.map((orderBy) =>
+    client.subscribe({ query: CommentEventsDocument, variables: { productId, orderBy } }).subscribe({
+      next: (result) => {
+        const event = result.data?.commentEvents;
+        if (!event) throw new Error(`an event without data: ${JSON.stringify(result)}`);
+        applyCommentEvent(client.cache, productId, { orderBy }, event);
+        seen.get(orderBy)?.push(`${event.kind}:${event.commentId}`);
+      },
+    }),
+  );
+  const until = async (done: () => boolean, what: string) => {
+    for (let waited = 0; !done(); waited += 50) {
+      assert.ok(waited < 15000, `timed out waiting for ${what}: ${JSON.stringify([...seen])}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  try {
+    // Live once every subscription has an event: probe until each has one.
+    for (let attempt = 0; ; attempt += 1) {
+      const probe = await create(productId, 'en', `probe ${attempt}`, 2);
+      try {
+        await until(() => ORDERS.every((order) => seen.get(order)?.includes(`PUBLISHED:${probe}`)), 'a probe');
+        break;
+      } catch (error) {
+        if (attempt >= 4) throw error;
+      }
+    }
+    // The lists as a page would load them, then the writes, each applied from its event.
+    for (const order of ORDERS) await listed(client, productId, order, false);
+    const added = await create(productId, 'en', 'added', 5);
+    const { data } = await client.mutate({ mutation: EDIT, variables: { id: rerated, rating: 1 } });
+    assert.deepEqual((data as { updateComment: { userErrors: unknown[] } }).updateComment.userErrors, []);
+    await client.mutate({ mutation: DeleteCommentDocument, variables: { id: deleted } });
+    await until(() => ORDERS.every((order) => seen.get(order)?.includes(`REMOVED:${deleted}`)), 'the deletion');
+    const fresh = new ApolloClient({ cache: createCache(), link: httpLink(url) });
+    for (const order of ORDERS) {
+      const cached = await listed(client, productId, order, true);
+      assert.deepEqual(cached, await listed(fresh, productId, order, false), order);
+      assert.ok(cached.includes(added) && !cached.includes(deleted), order);
+    }
+  } finally {
+    for (const subscription of subscriptions) subscription.unsubscribe();
   }
 });
