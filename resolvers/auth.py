@@ -23,6 +23,8 @@ MERCHANT = "merchant"
 # A token lists at most this many purchased products; more is refused, not truncated.
 PURCHASES_MAX = 1_000
 DEFAULT_MAX_LIFETIME = 7 * 24 * 3600
+# Seconds a token's times may be off this server's clock (a provider's clock runs apart).
+CLOCK_SKEW = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,14 @@ def _is_identifier(value: object) -> bool:
     return True
 
 
+def _finite(value: float) -> bool:
+    """Whether a number is finite (an integer too large for a float is not a time)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _check_times(claims: dict[str, Any], max_lifetime: int | None, now: float) -> None:
     times = {}
     for name in ("exp", "iat", "nbf"):
@@ -170,18 +180,15 @@ def _check_times(claims: dict[str, Any], max_lifetime: int | None, now: float) -
             continue
         value = claims[name]
         # A JSON number (RFC 7519 NumericDate); bool is an int to Python, not to JSON.
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
             raise Unauthenticated(f"the token's {name} claim must be a number (seconds since 1970)")
         times[name] = value
-    if times["exp"] <= now:
+    # A login provider's clock may run a little ahead of or behind this server's.
+    if times["exp"] <= now - CLOCK_SKEW:
         raise Unauthenticated("the token has expired")
-    if times.get("nbf", now) > now:
+    if times.get("nbf", now) > now + CLOCK_SKEW:
         raise Unauthenticated("the token is not valid yet (nbf)")
-    if times.get("iat", now) > now:
+    if times.get("iat", now) > now + CLOCK_SKEW:
         raise Unauthenticated("the token was issued in the future (iat)")
     # With iat in the past, exp - now <= exp - iat: this caps both.
     if max_lifetime and times["exp"] - times["iat"] > max_lifetime:

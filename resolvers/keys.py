@@ -92,6 +92,11 @@ def parse_key_set(document: object, algorithms: tuple[str, ...], fetched_at: flo
     for jwk in published:
         if not isinstance(jwk, dict) or "d" in jwk:
             continue
+        operations = jwk.get("key_ops")
+        if operations is not None and (
+            not isinstance(operations, list) or "verify" not in operations
+        ):
+            continue  # a key published for other operations than checking signatures
         fields = {name: jwk.get(name) for name in ("kid", "kty", "crv", "alg", "use")}
         if not all(v is None or isinstance(v, str) for v in fields.values()):
             continue
@@ -130,7 +135,8 @@ def choose_key(header: dict[str, Any], keys: KeySet, algorithms: tuple[str, ...]
         found = [k for k in keys.keys if k.kid == kid]
         if not found:
             raise UnknownKey("the token is signed with a key the login provider does not publish")
-        key = found[0]
+        # Two keys of one kid (an RSA and an EC key, say): the one of the token's alg.
+        key = next((k for k in found if k.serves(alg)), found[0])
     if not key.serves(alg):
         raise Unauthenticated("the token's algorithm (alg) does not match its key")
     return key

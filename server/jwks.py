@@ -115,6 +115,10 @@ class KeyStore:
                 return False
             if not keys.keys:
                 log.warning("login provider's keys: %s has no key this API can use", self.where)
+                if self._keys is not None:
+                    # Keep checking with the keys held (until their maximum age): a broken
+                    # answer must not sign everyone out at once.
+                    return False
             self._keys = keys
             return True
 

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
+import httpx
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -33,7 +34,8 @@ _CLIENT = ClientSettings()
 _SCHEMA = SchemaOptions()
 _CLAIMS = ClaimMap()
 _FETCH = FetchLimits()
-_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+# Hosts of a JWT_JWKS_URL that may be fetched over plain http (as httpx.URL names them).
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 # Request headers real browser clients send: the JSON body and the token; W3C trace context
 # and baggage (OpenTelemetry) and Sentry's trace header; Apollo Client's name, version and
@@ -176,11 +178,17 @@ class TokenSettings(BaseSettings):
     def _jwks_url(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        # Keys fetched in the clear could be swapped on the way: HTTPS, but for loopback.
-        if not value.startswith("https://") and not any(
-            value.startswith(f"http://{host}") and value[7 + len(host) :][:1] in ("", ":", "/")
-            for host in _LOOPBACK_HOSTS
-        ):
+        # Keys fetched in the clear could be swapped on the way: HTTPS, but for loopback. The
+        # host is the one the URL parser finds (``http://127.0.0.1:80@evil.example/`` is
+        # evil.example's), and a URL with a user or password is refused whole (it would
+        # hide the host from anyone reading it, and put a secret in the logs).
+        try:
+            url = httpx.URL(value)
+        except httpx.InvalidURL as exc:
+            raise ValueError("JWT_JWKS_URL is not a URL") from exc
+        if url.userinfo:
+            raise ValueError("JWT_JWKS_URL must not carry a user or password")
+        if url.scheme != "https" and not (url.scheme == "http" and url.host in _LOOPBACK_NAMES):
             raise ValueError("JWT_JWKS_URL must be an https:// URL (http:// only on loopback)")
         return value
 

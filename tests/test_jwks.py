@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
@@ -440,9 +440,9 @@ async def test_an_answer_that_is_no_key_set_keeps_the_held_one(
     private = {**rsa_key.jwk(), "d": "AQAB"}
     published.keys = [{"kty": "EC"}, {"kty": "oct", "k": "c2VjcmV0"}, private, "x"]  # type: ignore[list-item]
     clock.now += 60
-    assert await keys.refresh()
-    with pytest.raises(Unauthenticated, match="does not publish"):
-        authenticate(bearer(rsa_key.token()), rules(keys))
+    # Not taken in place of the keys held: a broken answer signs no one out.
+    assert not await keys.refresh()
+    assert authenticate(bearer(rsa_key.token()), rules(keys)).author_id
 
 
 def test_too_many_keys_are_refused_whole(rsa_key: Signer) -> None:
@@ -628,6 +628,10 @@ def test_jwks_settings_are_accepted_in_production(environment: pytest.MonkeyPatc
         ({"jwt_secret": OLD_SECRET}, "set one of them"),
         ({"jwt_jwks_url": "http://login.shop.example/jwks"}, "https://"),
         ({"jwt_jwks_url": "http://localhost.evil.example/jwks"}, "https://"),
+        # A user and password before a loopback-looking name: the host is evil.example.
+        ({"jwt_jwks_url": "http://127.0.0.1:80@evil.example/jwks"}, "user or password"),
+        ({"jwt_jwks_url": "http://localhost:@evil.example/jwks"}, "user or password"),
+        ({"jwt_jwks_url": "https://user:secret@login.shop.example/jwks"}, "user or password"),
         ({"jwt_algorithms": ["HS256"]}, "JWT_ALGORITHMS"),
         ({"jwt_algorithms": ["RS256", "none"]}, "JWT_ALGORITHMS"),
         ({"jwt_claim_roles": "a..b"}, "claim path"),
@@ -756,3 +760,41 @@ async def test_workers_fetch_the_keys_themselves(
             viewer = authenticate(bearer(rsa_key.token()), runtime.tokens)
             assert viewer.author_id == "ann"
     assert published.requests == 1
+
+
+def test_two_keys_of_one_kid_check_the_token_of_their_own_alg(
+    rsa_key: Signer, ec_key: Signer
+) -> None:
+    # An RSA and an EC key published under one kid: each token is checked with its own.
+    shared_rsa, shared_ec = replace(rsa_key, kid="shared"), replace(ec_key, kid="shared")
+    both = rules(key_set(shared_rsa, shared_ec))
+    for signer in (shared_rsa, shared_ec):
+        assert authenticate(bearer(signer.token()), both).author_id == "ann"
+
+
+def test_a_key_for_other_operations_than_verifying_is_not_used(rsa_key: Signer) -> None:
+    published = {"keys": [{**rsa_key.jwk(), "key_ops": ["encrypt"]}]}
+    held = parse_key_set(published, ("RS256",), 0)
+    assert held.keys == ()
+    verifying = {"keys": [{**rsa_key.jwk(), "key_ops": ["verify"]}]}
+    assert len(parse_key_set(verifying, ("RS256",), 0).keys) == 1
+
+
+def test_a_providers_clock_may_run_a_little_ahead(rsa_key: Signer) -> None:
+    now = int(time.time())
+    held = rules(key_set(rsa_key))
+    ahead = rsa_key.token(iat=now + 10, nbf=now + 10)
+    assert authenticate(bearer(ahead), held).author_id == "ann"
+    for far in (
+        rsa_key.token(iat=now + 600, exp=now + 1200),
+        rsa_key.token(nbf=now + 600, exp=now + 1200),
+    ):
+        with pytest.raises(Unauthenticated):
+            authenticate(bearer(far), held)
+
+
+def test_a_time_too_large_for_a_number_is_refused(rsa_key: Signer) -> None:
+    # Signed as it is: a provider's bug must not become an internal error.
+    huge = rsa_key.token(exp=10**4000)
+    with pytest.raises(Unauthenticated, match="exp claim must be a number"):
+        authenticate(bearer(huge), rules(key_set(rsa_key)))
