@@ -23,7 +23,8 @@ MERCHANT = "merchant"
 # A token lists at most this many purchased products; more is refused, not truncated.
 PURCHASES_MAX = 1_000
 DEFAULT_MAX_LIFETIME = 7 * 24 * 3600
-# Seconds a token's times may be off this server's clock (a provider's clock runs apart).
+# Seconds a token's iat and nbf may be ahead of this server's clock (a provider's clock runs
+# apart from it).
 CLOCK_SKEW = 30
 
 
@@ -183,8 +184,9 @@ def _check_times(claims: dict[str, Any], max_lifetime: int | None, now: float) -
         if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
             raise Unauthenticated(f"the token's {name} claim must be a number (seconds since 1970)")
         times[name] = value
-    # A login provider's clock may run a little ahead of or behind this server's.
-    if times["exp"] <= now - CLOCK_SKEW:
+    # A login provider's clock may run a little ahead of this server's: a token it has just
+    # issued is taken. Expiry is exact (a connection lives no longer than its token).
+    if times["exp"] <= now:
         raise Unauthenticated("the token has expired")
     if times.get("nbf", now) > now + CLOCK_SKEW:
         raise Unauthenticated("the token is not valid yet (nbf)")
