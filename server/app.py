@@ -533,8 +533,16 @@ def _operation_problem(
     return "The document has no operation of the name in operationName."
 
 
+async def livez(request: Request) -> Response:
+    """200 while the process answers at all: what a liveness check asks (restart it only
+    when this fails). It reads nothing, so a storage outage never restarts the fleet."""
+    return JSONResponse({"status": "ok"})
+
+
 async def healthz(request: Request) -> Response:
-    """200 when the table answers within the storage timeout, else 503."""
+    """Readiness (``/readyz``, and ``/healthz`` as it always was): 200 when the table answers
+    within the storage timeout, else 503, so a load balancer sends no traffic here
+    meanwhile."""
     runtime = runtime_of(request.app)
     try:
         async with asyncio.timeout(runtime.settings.storage_timeout):
@@ -611,7 +619,11 @@ def create_app(
         ),
         Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
     ]
-    routes: list[BaseRoute] = [Route("/healthz", healthz)]
+    routes: list[BaseRoute] = [
+        Route("/livez", livez),
+        Route("/readyz", healthz),
+        Route("/healthz", healthz),
+    ]
     ide = GraphiQLPage.load() if settings.graphiql_on else None
     if ide is not None:
         routes.append(Route(ASSET_PATH + "/{name}", ide.asset))

@@ -1,4 +1,5 @@
-"""The health check: storage's ping, and /healthz answering through it."""
+"""The health checks: storage's ping, /readyz (and /healthz) answering through it, and /livez
+answering without it."""
 
 from __future__ import annotations
 
@@ -95,3 +96,21 @@ async def test_healthz_is_503_when_storage_answers_too_late(
         {"status": "unavailable", "storage": "down"},
     )
     assert "health check: storage unavailable (TimeoutError)" in caplog.text
+
+
+async def test_liveness_reads_nothing_and_readiness_follows_storage(table: TableRef) -> None:
+    # A storage outage makes the process unready (no traffic) but never unalive (no
+    # restart): /livez makes no storage call at all.
+    def down(name: str, kwargs: dict[str, Any]) -> Exception:
+        return client_error("InternalServerError", "GetItem")
+
+    counting = FaultyClient(table.client, down)
+    async with running_api(counting, table.name) as api:
+        live = await api.http.get("/livez")
+        before = len(counting.calls)
+        ready = await api.http.get("/readyz")
+        again = await api.http.get("/livez")
+    assert (live.status_code, live.json()) == (200, {"status": "ok"})
+    assert again.status_code == 200
+    assert ready.status_code == 503
+    assert counting.calls[before:] == ["get_item"]  # readiness pinged; liveness did not
