@@ -31,7 +31,6 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
-from resolvers.auth import authenticate
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from schema.caches import DocumentCaches
@@ -453,18 +452,16 @@ class GraphQLApp(GraphQL[Context, None]):
         return context
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
-        params = context.connection_params or {}
-        token = params.get("authorization", params.get("Authorization"))
-        if isinstance(token, str) and context.ready_for is not None:
-            await context.ready_for(token)
-        authorize(context)
+        viewer = await authorize(context)
         socket = CURRENT.get()
-        if socket is not None and context.authorization is not None:
-            holder = authenticate(context.authorization, context.tokens).author_id
-            if not self.places.take_for_holder(socket, holder):
-                # Closed here with our code; the handler's own close (4403) is dropped.
-                await socket.close(TOO_MANY_FOR_TOKEN, TOKEN_FULL)
-                raise ConnectionRejectionError()
+        if (
+            socket is not None
+            and viewer is not None
+            and not self.places.take_for_holder(socket, viewer.author_id)
+        ):
+            # Closed here with our code; the handler's own close (4403) is dropped.
+            await socket.close(TOO_MANY_FOR_TOKEN, TOKEN_FULL)
+            raise ConnectionRejectionError()
         unset: UnsetType = UNSET
         return unset
 

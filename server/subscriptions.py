@@ -71,7 +71,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
-from resolvers.auth import authenticate
+from resolvers.auth import Viewer, authenticate
 from resolvers.context import Context
 from resolvers.errors import Unauthenticated
 from schema import SchemaOptions
@@ -107,20 +107,24 @@ class SubscriptionLimits:
     connection_cost: int = 20
 
 
-def authorize(context: Context) -> None:
-    """Take the token of connection_init's payload; ConnectionRejectionError (4403) when
-    it is not one we accept."""
+async def authorize(context: Context) -> Viewer | None:
+    """Take the token of connection_init's payload: the viewer it names (None without one);
+    ConnectionRejectionError (4403) when it is not one we accept. A key the token names
+    that the provider's set lacks is looked for first (``Context.ready_for``)."""
     params = context.connection_params or {}
     value = params.get("authorization", params.get("Authorization"))
     if value is None:
-        return
+        return None
     if not isinstance(value, str):
         raise ConnectionRejectionError()
+    if context.ready_for is not None:
+        await context.ready_for(value)
     try:
-        authenticate(value, context.tokens)
+        viewer = authenticate(value, context.tokens)
     except Unauthenticated as exc:
         raise ConnectionRejectionError() from exc
     context.authorization = value
+    return viewer
 
 
 def _error(message: str, code: str) -> PreExecutionError:
