@@ -39,14 +39,15 @@ from typing import Any
 
 import httpx
 
-from benchmarks.report import HERE
+from benchmarks.live import quantile, say
+from benchmarks.report import save_result
 from reliability.live import LiveServer, live_server
+from reliability.scrape import parse_scrape, sample
 from reliability.subscriber import subscriber
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
 from storage.table import create_table
-from tests.helpers import parse_scrape, sample
 
 TABLE = "live_attack"
 PRODUCT = "attacked"
@@ -60,10 +61,6 @@ EDIT = """mutation($input: UpdateCommentInput!) {
   updateComment(input: $input) { comment { commentId } userErrors { code message } } }"""
 SOCKETS = 10
 PER_SOCKET = 10
-
-
-def say(message: str) -> None:
-    print(f"==> {message}", file=sys.stderr, flush=True)
 
 
 def listing_document() -> str:
@@ -81,11 +78,6 @@ def budget_document(n: int, calls: int) -> str:
         f"d{n}x{k}: comment {{ product {{ stats {{ total }} }} }}" for k in range(calls)
     )
     return f"subscription($pid: ID!) {{ commentEvents(productId: $pid) {{ kind {aliases} }} }}"
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -258,10 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m benchmarks.live_attack " + " ".join(argv or sys.argv[1:]),
         **found,
     }
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = HERE / "results" / f"live-attack-{stamp}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = save_result("live-attack", result)
     print(json.dumps(result, indent=2))
+    say(f"wrote {out}")
     return 0
 
 

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import statistics
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks import targets as issue_targets
 
 HERE = Path(__file__).resolve().parent
+
+
+def save_result(
+    prefix: str, result: dict[str, Any], when: datetime | None = None, *, tag: str = ""
+) -> Path:
+    """Write a benchmark's figures to ``results/<prefix>-<UTC stamp>[-<tag>].json``; the
+    file's path."""
+    out_dir = HERE / "results"
+    out_dir.mkdir(exist_ok=True)
+    stamp = (when or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    out = out_dir / f"{prefix}-{stamp}{'-' + tag if tag else ''}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    return out
 
 
 NOTES = [

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -44,7 +43,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.report import HERE
+from benchmarks.inprocess import percentile
+from benchmarks.report import HERE, save_result
 from server.local_engine import LocalEngine
 from storage import keys
 from storage.client import ClientSettings, open_client
@@ -66,11 +66,6 @@ MODES = {"local": (False, 1), "aws-conflicts": (True, 1), "aws-conflicts, 2 proc
 
 def say(message: str) -> None:
     print(f"==> {message}", file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def _comments(table: TableRef, n: int, tag: str) -> list[str]:
@@ -258,13 +253,9 @@ def main() -> None:
         "rows": rows,
         "duration_seconds": round(time.perf_counter() - started, 1),
     }
-    out_dir = HERE / "results"
-    out_dir.mkdir(exist_ok=True)
-    stamp = when.strftime("%Y%m%dT%H%M%SZ")
-    name = f"votes-{stamp}{'-' + args.label if args.label else ''}.json"
-    (out_dir / name).write_text(json.dumps(results, indent=1) + "\n")
-    path = write_report(results, name)
-    say(f"wrote {out_dir / name} and {path} in {results['duration_seconds']} s")
+    out = save_result("votes", results, when, tag=args.label)
+    path = write_report(results, out.name)
+    say(f"wrote {out} and {path} in {results['duration_seconds']} s")
 
 
 def write_report(results: dict[str, Any], json_name: str) -> str:

@@ -10,7 +10,6 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
-from prometheus_client.parser import text_string_to_metric_families
 
 from storage.client import ClientSettings, open_client
 from storage.cursor import Ordering, decode_cursor, encode_cursor
@@ -35,24 +34,8 @@ from storage.writes import create_comment
 FAST = Backoff(attempts=8, base=0.002, cap=0.05)
 T = TypeVar("T")
 
+
 # Every sample of a Prometheus scrape, by name and labels.
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def parse_scrape(text: str) -> Samples:
-    """Every sample of a scrape (Prometheus's text format), by name and labels."""
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return samples
-
-
-def sample(samples: Samples, name: str, **labels: str) -> float:
-    """The sample of that name with exactly those labels; 0 when the scrape has none."""
-    return samples.get((name, frozenset(labels.items())), 0.0)
-
-
 async def own_table(table: TableRef, prefix: str) -> TableRef:
     """A new, empty table beside the session's, for tests that must not share its data."""
     own = TableRef(table.client, f"{prefix}_{uuid.uuid4().hex[:8]}")

@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from reliability.scrape import Samples, parse_scrape
+from reliability.scrape import sample as value
 from server import metrics
 from server.app import create_app
 from server.local_engine import free_port
@@ -22,8 +24,6 @@ from server.persisted import sha256_hex
 from server.settings import Settings
 from storage.table import TableRef
 from tests.api_helpers import SECRET
-from tests.helpers import Samples, parse_scrape
-from tests.helpers import sample as value
 
 ROOT = Path(__file__).resolve().parent.parent
 METRIC_NAME = re.compile(r"\bcomments_[a-z_]+")

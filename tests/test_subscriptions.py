@@ -16,6 +16,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from reliability.live import LiveServer, live_server
+from reliability.scrape import parse_scrape, sample
 from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
@@ -23,7 +24,6 @@ from server.persisted import sha256_hex
 from storage.client import ClientSettings, open_client
 from storage.table import create_table
 from tests.api_helpers import SECRET
-from tests.helpers import parse_scrape, sample
 
 pytestmark = pytest.mark.engine
 

@@ -23,6 +23,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from reliability.live import COMMENTS, ROOT, LiveServer, live_server
 from reliability.responses import refusal
+from reliability.scrape import parse_scrape, sample
 from resolvers.auth import mint
 from server.local_engine import LocalEngine, free_port
 from server.persisted import sha256_hex
@@ -33,7 +34,7 @@ from server.workers import WorkerApp, WorkerConfig
 from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET
-from tests.helpers import own_table, parse_scrape, sample
+from tests.helpers import own_table
 
 CREATE = """mutation($input: CreateCommentInput!) {
   createComment(input: $input) { created comment { commentId } userErrors { code } } }"""
