@@ -311,7 +311,6 @@ class EventGroups:
             raise
         except Exception:
             log.exception("a shared subscription failed")
-            self._dissolve(group)
             self._broadcast(
                 group, _ended("INTERNAL_SERVER_ERROR", "The subscription failed; subscribe again.")
             )

@@ -203,7 +203,7 @@ class _Operations:
         if isinstance(accepted, PreExecutionError):
             refusal, _ = bounded(
                 self._coded(accepted, connection),
-                self.handler.max_bytes,
+                self.handler.groups.max_bytes,
                 self.handler.groups.encode,
             )
             yield refusal
@@ -352,7 +352,6 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         # Whose budget the groups this connection starts count against (its client's).
         socket = CURRENT.get()
         self.client = client_key(None if socket is None else socket.address)
-        self.max_bytes: int = self.groups.max_bytes
         self._idle: asyncio.Task[None] | None = None
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
