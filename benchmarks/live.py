@@ -124,7 +124,7 @@ async def delays(
         client = await stack.enter_async_context(open_client(settings))
         streams = await stack.enter_async_context(open_streams_client(settings))
         memory = PlanMemory()
-        feed = Feed(TableRef(client, TABLE, memory=memory))
+        feed = Feed(TableRef(client, TABLE).keep(memory))
         arn = await stream_arn(feed.table)
         assert arn is not None
         follower = StreamFollower(streams, arn, poll_seconds=poll)

@@ -96,7 +96,10 @@ async def _one_vote(table: TableRef, cid: str, voter: str, vote: Vote) -> tuple[
 async def _settled(table: TableRef) -> float:
     """Seconds until the process's vote lanes are idle (their HSK follow-ups done)."""
     started = time.perf_counter()
-    lanes = getattr(table, "vote_lanes", None)  # the release before lanes has none
+    # Releases before lanes have none; those before table memories keep them as an attribute.
+    lanes = getattr(table, "vote_lanes", None)
+    memories = getattr(table, "memories", {})
+    lanes = next((m for m in memories.values() if hasattr(m, "drain")), lanes)
     if lanes is not None:
         async with asyncio.timeout(30):
             await lanes.drain()

@@ -203,6 +203,5 @@ def _metered(app_table: TableRef, meter: Meter) -> TableRef:
         MeteredClient(app_table.client, meter),
         app_table.name,
         five_star_locks=app_table.five_star_locks,
-        memory=app_table.memory,
-        vote_lanes=app_table.vote_lanes,
+        memories=app_table.memories,
     )

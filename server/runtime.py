@@ -50,6 +50,7 @@ from storage.stream import Change, StreamFollower, stream_arn
 from storage.table import TableRef, create_table
 from storage.types import DynamoClient
 from storage.writes import WriteLimits
+from storage.writes.ballots import VoteLanes
 
 if TYPE_CHECKING:
     from server.tracing import Tracing
@@ -146,7 +147,7 @@ def lifespan(
             async with opened as runtime:
                 app.state.runtime = runtime
                 if metrics is not None:
-                    _watch_memory(metrics, runtime.table.memory)
+                    _watch_memory(metrics, runtime.table.memory(PlanMemory))
                     observing.enter_context(metrics.active())
                     if settings.metrics_mode == "port" and prepared is None:
                         host, port = settings.metrics_host, settings.metrics_port
@@ -164,7 +165,7 @@ def lifespan(
                     # client closes; one that cannot is left to the next vote or repair.
                     with suppress(TimeoutError):
                         async with asyncio.timeout(settings.storage_timeout):
-                            await runtime.table.vote_lanes.drain()
+                            await runtime.table.memory(VoteLanes).drain()
 
     return run
 
@@ -293,7 +294,7 @@ async def _open_table(
         # no stream followed.
         if tracing is not None:
             client = tracing.client(client)
-        return TableRef(client, settings.dynamodb_table, memory=_memory(settings)), None
+        return TableRef(client, settings.dynamodb_table).keep(_memory(settings)), None
     client_settings = settings.client_settings()
     if settings.embedded:
         engine = LocalEngine(data_dir=settings.data_dir)
@@ -303,7 +304,7 @@ async def _open_table(
         log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
     opened = await stack.enter_async_context(open_client(client_settings))
     served = opened if tracing is None else tracing.client(opened)
-    table = TableRef(served, settings.dynamodb_table, memory=_memory(settings))
+    table = TableRef(served, settings.dynamodb_table).keep(_memory(settings))
     if settings.creates_table:
         created = await create_table(opened, settings.dynamodb_table, stream=settings.live_updates)
         if created and settings.seed_demo:

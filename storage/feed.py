@@ -44,6 +44,7 @@ from storage.errors import StorageError
 from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
 from storage.model import RatingCounts
 from storage.reads import batch_get_counts
+from storage.snapshots import PlanMemory
 from storage.stats import StatsScope
 from storage.stream import Change
 from storage.table import TableRef
@@ -197,7 +198,7 @@ class Feed:
 
     def interrupt(self, code: str, message: str) -> None:
         """End every subscription (their clients reload) and drop the snapshot."""
-        self.table.memory.forget()
+        self.table.memory(PlanMemory).forget()
         for watching in self._by_product.values():
             for subscription in watching:
                 subscription.end(Ended(code, message))
@@ -215,7 +216,7 @@ class Feed:
             if event is not None and event.product_id in self._by_product:
                 events.append(event)
         if fresh:
-            self.table.memory.refresh_counts(fresh)
+            self.table.memory(PlanMemory).refresh_counts(fresh)
         if events:
             await self._hand_out(events)
         written = [c.written_at for c in changes if c.written_at is not None]

@@ -33,7 +33,7 @@ from storage.planner import (
     plan_unfiltered,
 )
 from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
-from storage.snapshots import HeadKey
+from storage.snapshots import HeadKey, PlanMemory
 from storage.stats import (
     StatsScope,
     item_to_counts,
@@ -71,7 +71,7 @@ async def batch_get_counts(
     by_key = {scope_of(i): i for i in found}
     counts = [item_to_counts(p, lang, by_key.get((p, lang))) for p, lang in normal]
     # Every read of the counters refreshes the process's snapshot of them.
-    table.memory.remember_counts(counts)
+    table.memory(PlanMemory).remember_counts(counts)
     return counts
 
 
@@ -189,7 +189,7 @@ async def read_listing(
             counts(), execute(table, plan_unfiltered(listing, page, order))
         )
         return fresh, read
-    memory = table.memory
+    memory = table.memory(PlanMemory)
     key = HeadKey(listing, order, page.direction, page.position)
     snapshot = memory.counts(listing.product_id, listing.language)
     if snapshot is None:

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TypeVar, cast
 
 from storage.errors import StorageUnavailable, TableInUse
 from storage.indexes import TTL_ATTR, Index, table_definition, validate_table_name
-from storage.lanes import Lanes
 from storage.layout import LayoutMemory
 from storage.locks import KeyedLocks
 from storage.seam import at_seam
-from storage.snapshots import PlanMemory
 from storage.types import DynamoClient
 
-if TYPE_CHECKING:
-    from storage.writes.ballots import Ballot
+M = TypeVar("M")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +24,14 @@ class TableRef:
     Made once per application lifespan, next to the client. ``five_star_locks`` lets the
     writes of one process that change the same product's 5-star count take turns instead
     of racing (the conditions in the transactions still guard against other processes).
-    ``memory`` holds the process's snapshots of counters and page heads, by which pages are
-    planned to take one storage round (``storage.snapshots``). ``leader_layout`` remembers
-    the leaderboard's layout as last read (``storage.layout``): a hint that writes condition
-    on and reads check, never trusted alone. ``vote_lanes`` holds the process's votes
-    waiting for their comment's next transaction (``storage.writes.ballots``).
+    ``leader_layout`` remembers the leaderboard's layout as last read (``storage.layout``):
+    a hint that writes condition on and reads check, never trusted alone.
+
+    ``memories`` holds what a concern above keeps for the whole process, one object per
+    type, so that this module names none of them (the engine sits below reads and writes):
+    the read path's snapshots of counters and page heads (``PlanMemory``), the votes
+    waiting for their comment's next transaction (``VoteLanes``). Each concern reaches its
+    own through ``memory``; one made with settings is given at construction (``keep``).
 
     The client is put behind the seam (``storage.seam``) on creation: every call storage
     makes goes through ``table.client``, so every engine failure leaves as a storage error.
@@ -40,12 +40,25 @@ class TableRef:
     client: DynamoClient
     name: str
     five_star_locks: KeyedLocks = field(default_factory=KeyedLocks, compare=False, repr=False)
-    memory: PlanMemory = field(default_factory=PlanMemory, compare=False, repr=False)
     leader_layout: LayoutMemory = field(default_factory=LayoutMemory, compare=False, repr=False)
-    vote_lanes: Lanes[Ballot] = field(default_factory=Lanes, compare=False, repr=False)
+    memories: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "client", at_seam(self.client))
+
+    def keep(self, *memories: object) -> TableRef:
+        """This table with ``memories`` as the process's own of their types (made with
+        settings, or shared with another view of the table); returns ``self``."""
+        for memory in memories:
+            self.memories[type(memory)] = memory
+        return self
+
+    def memory(self, kind: type[M]) -> M:
+        """The process's one ``kind`` for this table, made on first use."""
+        found = self.memories.get(kind)
+        if found is None:
+            found = self.memories[kind] = kind()
+        return cast(M, found)
 
 
 async def ensure_ttl(table: TableRef) -> None:

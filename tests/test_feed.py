@@ -18,6 +18,7 @@ from storage.events import EventKind, Listing
 from storage.feed import Ended, Feed, Subscription, TooManySubscribers
 from storage.items import comment_key, comment_to_item
 from storage.model import Comment, RatingCounts, Status
+from storage.snapshots import PlanMemory
 from storage.stats import stats_key
 from storage.stream import Change, ChangeKind
 from storage.table import TableRef
@@ -193,13 +194,13 @@ async def test_events_carry_the_counters_read_after_the_batch() -> None:
     second = await anext(english)
     assert second.language_counts == RatingCounts("p", "en", (0, 0, 0, 2, 0))
     # Reading them refreshed the process's snapshot.
-    assert table.memory.counts("p", None) == first.counts
+    assert table.memory(PlanMemory).counts("p", None) == first.counts
 
 
 async def test_a_stats_change_refreshes_the_snapshot_without_a_read() -> None:
     fake = _Counting()
     table = TableRef(fake, "feed")
-    table.memory.remember_counts([RatingCounts("p", None, (0, 0, 0, 0, 6))])
+    table.memory(PlanMemory).remember_counts([RatingCounts("p", None, (0, 0, 0, 0, 6))])
     feed = Feed(table)
     kept = {**stats_key("p", None), "count_5": {"N": "7"}, "count_total": {"N": "7"}}
     other = {**stats_key("q", None), "count_1": {"N": "1"}, "count_total": {"N": "1"}}
@@ -209,10 +210,10 @@ async def test_a_stats_change_refreshes_the_snapshot_without_a_read() -> None:
             Change("INSERT", stats_key("q", None), None, other, "2", "s"),
         ]
     )
-    assert table.memory.counts("p", None) == RatingCounts("p", None, (0, 0, 0, 0, 7))
+    assert table.memory(PlanMemory).counts("p", None) == RatingCounts("p", None, (0, 0, 0, 0, 7))
     # A scope this process does not keep stays out (the whole table's changes would
     # otherwise push out the ones its pages use).
-    assert table.memory.counts("q", None) is None
+    assert table.memory(PlanMemory).counts("q", None) is None
     assert fake.calls == []
 
 
@@ -292,7 +293,7 @@ async def test_a_subscriber_arriving_while_a_batch_is_handed_out_does_not_break_
 
 async def test_lost_changes_end_every_subscriber_and_drop_the_snapshot() -> None:
     table = TableRef(FakeDynamo(), "feed")
-    table.memory.remember_counts([RatingCounts("p", None, (1, 0, 0, 0, 0))])
+    table.memory(PlanMemory).remember_counts([RatingCounts("p", None, (1, 0, 0, 0, 0))])
     feed = Feed(table)
     subscribers = [feed.subscribe(Listing("p")), feed.subscribe(Listing("q"))]
     waiting = asyncio.ensure_future(anext(subscribers[0]))
@@ -304,7 +305,7 @@ async def test_lost_changes_end_every_subscriber_and_drop_the_snapshot() -> None
         with pytest.raises(Ended) as ended:
             await anext(subscriber)
         assert ended.value.code == "EVENTS_LOST"
-    assert table.memory.counts("p", None) is None
+    assert table.memory(PlanMemory).counts("p", None) is None
 
 
 def test_the_cap_counts_subscribers_and_unsubscribing_frees_a_place() -> None:

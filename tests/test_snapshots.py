@@ -170,7 +170,7 @@ async def test_a_stale_snapshot_that_skipped_a_rating_is_corrected() -> None:
     table = await _memory_table(comments)
     listing = ListingFilter(PID, None, frozenset({1, 3}))
     # As if the process last saw the product before its 1-star comments.
-    table.memory.remember_counts([RatingCounts(PID, None, (0, 10, 10, 0, 0))])
+    table.memory(PlanMemory).remember_counts([RatingCounts(PID, None, (0, 10, 10, 0, 0))])
     counts, page = await _read(table, listing, PageRequest(8))
     assert page.corrected
     assert list(page.comments) == oracle(comments, listing)[:8]
@@ -227,11 +227,11 @@ async def test_every_listing_is_exact_from_any_stale_memory(
         size = data.draw(st.integers(1, 7))
         listing = ListingFilter(PID, language, ratings, verified)
         snapshot = RatingCounts(PID, language, _five(stale), _five([min(c, 1) for c in stale]))
-        table.memory.remember_counts([snapshot])
+        table.memory(PlanMemory).remember_counts([snapshot])
         for direction in Direction:
             key = HeadKey(listing, order, direction, None)
             head = list(data.draw(st.sampled_from(heads)))
-            table.memory.remember_head(key, head, data.draw(st.booleans()), snapshot)
+            table.memory(PlanMemory).remember_head(key, head, data.draw(st.booleans()), snapshot)
         expected = oracle(comments, listing, order)
         for direction in Direction:
             got, lengths = await walk(table, listing, size, direction, order=order)
@@ -239,7 +239,7 @@ async def test_every_listing_is_exact_from_any_stale_memory(
             travel = lengths if direction is Direction.FORWARD else lengths[::-1]
             assert all(n == size for n in travel[:-1]), lengths
         # Leave the memory stale again for the next listing.
-        table.memory.remember_counts([snapshot])
+        table.memory(PlanMemory).remember_counts([snapshot])
 
 
 # -- two processes on one engine ---------------------------------------------------------
@@ -278,7 +278,7 @@ async def test_a_snapshot_with_nothing_to_read_waits_for_the_counters() -> None:
     comments = [_comment(n, 1 + n % 2) for n in range(6)]
     table = await _memory_table(comments)
     listing = ListingFilter(PID, None, frozenset({1, 2}))
-    table.memory.remember_counts([RatingCounts(PID, None, (0, 0, 0, 0, 0))])
+    table.memory(PlanMemory).remember_counts([RatingCounts(PID, None, (0, 0, 0, 0, 0))])
     counts, page = await _read(table, listing, PageRequest(4))
     assert list(page.comments) == oracle(comments, listing)[:4]
     assert page.corrected
@@ -286,7 +286,7 @@ async def test_a_snapshot_with_nothing_to_read_waits_for_the_counters() -> None:
     assert page.storage_rounds == 2
     # A product with nothing to list costs the counters' read alone.
     empty = ListingFilter("snap-empty", None, frozenset({1, 2}))
-    table.memory.remember_counts([RatingCounts("snap-empty", None)])
+    table.memory(PlanMemory).remember_counts([RatingCounts("snap-empty", None)])
     _, nothing = await _read(table, empty, PageRequest(4))
     assert nothing.comments == ()
     assert nothing.storage_rounds == 1

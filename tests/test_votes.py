@@ -22,7 +22,7 @@ from storage.types import DynamoClient, Response
 from storage.verify import repair, verify
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment
-from storage.writes.ballots import vote_key
+from storage.writes.ballots import VoteLanes, vote_key
 from storage.writes.children import has_children
 from storage.writes.delete import delete_comment
 from storage.writes.moderate import Decision, moderate_comment
@@ -176,8 +176,8 @@ async def test_a_vote_withdrawn_after_it_was_read_is_read_again(fresh: TableRef)
 async def _followed_up(table: TableRef) -> None:
     """Until every lane of votes has finished, follow-ups of the helpful order included."""
     async with asyncio.timeout(10):
-        await table.vote_lanes.drain()
-    assert len(table.vote_lanes) == 0
+        await table.memory(VoteLanes).drain()
+    assert len(table.memory(VoteLanes)) == 0
 
 
 @pytest.mark.parametrize("voters", [30, 100])

@@ -76,7 +76,7 @@ from storage.items import (
     comment_key,
     item_to_comment,
 )
-from storage.lanes import Lane
+from storage.lanes import Lane, Lanes
 from storage.model import Comment, Status, Vote
 from storage.retry import Backoff
 from storage.table import TableRef
@@ -144,13 +144,13 @@ async def cast(table: TableRef, comment_id: str, ballot: Ballot) -> Comment:
     async def serve(lane: Lane[Ballot]) -> None:
         await _serve(comment_id, lane)
 
-    table.vote_lanes.join(comment_id, ballot, serve)
+    table.memory(VoteLanes).join(comment_id, ballot, serve)
     try:
         return await asyncio.shield(ballot.done)
     except asyncio.CancelledError:
         # Given up before its turn: it is never written. Once taken, the transaction
         # under way may commit (nobody waits for the outcome), but it is not tried again.
-        if not table.vote_lanes.leave(comment_id, ballot):
+        if not table.memory(VoteLanes).leave(comment_id, ballot):
             ballot.abandoned = True
             ballot.done.add_done_callback(_ignored)
         raise
@@ -159,6 +159,11 @@ async def cast(table: TableRef, comment_id: str, ballot: Ballot) -> Comment:
 def _ignored(done: asyncio.Future[Comment]) -> None:
     if not done.cancelled():
         done.exception()
+
+
+class VoteLanes(Lanes[Ballot]):
+    """The process's ballots waiting for their comment's next transaction (kept in the
+    table's memories: ``TableRef.memory``)."""
 
 
 @dataclass(slots=True)
