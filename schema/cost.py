@@ -74,6 +74,7 @@ from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_lo
 from schema.viewer import KNOWN_ROLES
 from storage import keys
 from storage.errors import InvalidInput
+from storage.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.model import (
     AUTHOR_MAX_BYTES,
     BODY_MAX_BYTES,
@@ -83,7 +84,6 @@ from storage.model import (
     REPORT_REASONS,
     TITLE_MAX_BYTES,
 )
-from storage.reads import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
 from storage.writes.rates import CHECK_CALLS
 
@@ -110,7 +110,7 @@ ROUNDS = 2
 # Naming all five ratings is no filter, so a fan-out reads at most four partitions; a
 # verified-only read fans out over all five (the verified indexes are per rating).
 FAN_OUT_MAX = len(keys.RATINGS)
-# The longest leaderboard storage.reads.leaderboard returns.
+# The longest leaderboard storage.leaders.leaderboard returns.
 TOP_MAX = LEADERBOARD_MAX
 # Objects a response may hold by default (see the README: a page of 100 comments with
 # edges, nodes and each comment's product is about 400).

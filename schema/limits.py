@@ -34,7 +34,7 @@ from graphql import (
 from graphql.validation.validation_context import ASTValidationContext
 
 from storage import keys
-from storage.reads import BATCH_GET_MAX
+from storage.batch import BATCH_GET_MAX
 
 CODE = {"code": "QUERY_TOO_COMPLEX"}
 

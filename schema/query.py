@@ -20,8 +20,8 @@ from schema.products.types import Product
 from schema.relay import decode_global_id
 from schema.viewer import Viewer
 from storage import keys
+from storage.leaders import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 from storage.model import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
-from storage.reads import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 
 
 async def resolve_node(info: Info, value: str) -> Product | Comment | None:

@@ -18,19 +18,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from storage import keys, stats
+from storage.batch import BATCH_WRITE_MAX, batch_get_items, batch_write
 from storage.errors import InvalidInput, StorageUnavailable
 from storage.expressions import Attr, put_request
-from storage.items import VOTE_ATTR, comment_to_item, number
+from storage.items import SLOT_COUNT_ATTR, VOTE_ATTR, comment_to_item, number
 from storage.layout import LeaderLayout
 from storage.leaders import read_layout
 from storage.model import Comment, Status, Vote
-from storage.reads import batch_get_counts, batch_get_items
+from storage.reads import batch_get_counts
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.types import Item
 from storage.writes import counters
-from storage.writes.batch import BATCH_WRITE_MAX, batch_write
-from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
 from storage.writes.transaction import CallBudget, Part, transact
 
 # PENDING comments per transaction, beside the queue count's update: well under the 100

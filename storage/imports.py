@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from storage import keys
+from storage.batch import BATCH_GET_MAX, batch_get_items
 from storage.errors import InvalidInput, StorageError, WriteConflict
 from storage.expressions import Attr, put_request
 from storage.import_lines import (
@@ -54,7 +55,6 @@ from storage.import_lines import (
 )
 from storage.items import comment_to_item
 from storage.model import Status
-from storage.reads import batch_get_items
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.types import Item
@@ -84,7 +84,6 @@ WINDOW_BYTES = 32 * 1024 * 1024
 CONCURRENCY = 8
 # Skipped lines kept in the summary (all of them are passed to ``on_invalid``).
 INVALID_KEPT = 1_000
-BATCH_GET_MAX = 100
 
 RECORD = "import"
 COMMENT = "comment"

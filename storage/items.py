@@ -179,3 +179,14 @@ def comment_key(comment_id: str) -> Item:
     """The key of a comment item (its id is both partition and sort key)."""
     pk = {"S": keys.comment_pk(comment_id)}
     return {"PK": pk, "SK": pk}
+
+
+# The count of the moderation queue's item (``keys.QUEUE_PK``), moved with every
+# transition into or out of the queue.
+QUEUE_COUNT_ATTR = "n"
+# The count of an author's slot item (per product, per hour: ``storage.writes.limits``).
+SLOT_COUNT_ATTR = "n"
+
+
+def queue_count_key() -> Item:
+    return {"PK": {"S": keys.QUEUE_PK}, "SK": {"S": keys.QUEUE_COUNT_SK}}

@@ -1,24 +1,26 @@
-"""Reads: counters (single and batched), comments by id, listings; the leaderboard is
-read by ``storage.leaders`` and re-exported here."""
+"""Reads: counters (single and batched), comments by id, listings, an author's comments,
+the moderation queue; the leaderboard is read by ``storage.leaders``."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from storage import keys, metering
-from storage.errors import InvalidPageRequest, StorageUnavailable
+from storage.batch import batch_get_items
+from storage.errors import InvalidPageRequest
 from storage.executor import Page, execute
-from storage.expressions import Attr, Placeholders, get_request, query_request
+from storage.expressions import Attr, get_request, query_request
 from storage.indexes import SORT_KEY, Index
-from storage.items import comment_key, item_to_comment, number
-from storage.leaders import LEADERBOARD_CALLS as LEADERBOARD_CALLS
-from storage.leaders import LEADERBOARD_DEFAULT as LEADERBOARD_DEFAULT
-from storage.leaders import LEADERBOARD_MAX as LEADERBOARD_MAX
-from storage.leaders import LeaderEntry as LeaderEntry
-from storage.leaders import leaderboard as leaderboard
+from storage.items import (
+    QUEUE_COUNT_ATTR,
+    SLOT_COUNT_ATTR,
+    comment_key,
+    item_to_comment,
+    number,
+    queue_count_key,
+)
 from storage.model import Comment, ListingFilter, Order, PageRequest, RatingCounts
 from storage.planner import (
     DEFAULT_TUNING,
@@ -41,11 +43,7 @@ from storage.stats import (
     stats_key,
 )
 from storage.table import TableRef
-from storage.types import Item, Response
-from storage.writes.counters import QUEUE_COUNT_ATTR, queue_count_key
-from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
-
-BATCH_GET_MAX = 100
+from storage.types import Response
 
 
 async def get_counts(table: TableRef, product_id: str, language: str | None) -> RatingCounts:
@@ -99,48 +97,6 @@ async def batch_get_comments(
         if read_units is not None:
             read_units[comment.comment_id] = metering.read_units(item)
     return [by_id.get(c) for c in comment_ids]
-
-
-async def batch_get_items(
-    table: TableRef,
-    item_keys: list[Item],
-    backoff: Backoff = DEFAULT_BACKOFF,
-    *,
-    projection: Sequence[str] = (),
-    consistent: bool = False,
-) -> list[Item]:
-    """The items of these keys that exist, in no particular order (only ``projection``'s
-    attributes when given): BatchGetItem in chunks of 100, retrying unprocessed keys with
-    backoff."""
-    chunks = [item_keys[i : i + BATCH_GET_MAX] for i in range(0, len(item_keys), BATCH_GET_MAX)]
-    requests = [_batch_request(c, projection, consistent) for c in chunks]
-    results = await asyncio.gather(*(_batch_chunk(table, r, backoff) for r in requests))
-    return [item for chunk in results for item in chunk]
-
-
-def _batch_request(
-    keys_: list[Item], projection: Sequence[str], consistent: bool
-) -> dict[str, Any]:
-    request: dict[str, Any] = {"Keys": keys_}
-    if projection:
-        p = Placeholders()
-        request = p.into({**request, "ProjectionExpression": ", ".join(map(p.name, projection))})
-    if consistent:
-        request["ConsistentRead"] = True
-    return request
-
-
-async def _batch_chunk(table: TableRef, request: dict[str, Any], backoff: Backoff) -> list[Item]:
-    found: list[Item] = []
-    pending: dict[str, Any] = {table.name: request}
-    for attempt in range(1, backoff.attempts + 1):
-        response = await table.client.batch_get_item(RequestItems=pending)
-        found.extend(response.get("Responses", {}).get(table.name, []))
-        pending = response.get("UnprocessedKeys") or {}
-        if not pending:
-            return found
-        await backoff.sleep(attempt)
-    raise StorageUnavailable("storage kept some keys unprocessed")
 
 
 async def list_comments(

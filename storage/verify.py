@@ -24,6 +24,7 @@ from storage.errors import ConditionFailed
 from storage.expressions import Attr, Update, check_request, put_request
 from storage.indexes import HELPFUL_SORT_KEY
 from storage.items import (
+    SLOT_COUNT_ATTR,
     VERSION_ATTR,
     VOTE_ATTR,
     comment_to_item,
@@ -52,7 +53,6 @@ from storage.stats import (
 )
 from storage.table import TableRef
 from storage.types import Item, Response
-from storage.writes.limits import COUNT_ATTR as SLOT_COUNT_ATTR
 from storage.writes.transaction import CallBudget, Part, transact
 
 # A count item's key: (author partition, PRODUCT#<product>) for an author's comments on a

@@ -20,9 +20,9 @@ from schema.cost import (
     estimate,
 )
 from storage.errors import CallBudgetExceeded
+from storage.leaders import LEADERBOARD_CALLS
 from storage.metering import Meter
 from storage.model import NewComment
-from storage.reads import LEADERBOARD_CALLS
 from storage.table import TableRef
 from storage.types import Response
 from storage.wrapping import ClientWrapper

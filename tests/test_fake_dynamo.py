@@ -11,8 +11,9 @@ from benchmarks.fake_dynamo import FakeDynamo
 from storage.bulk import load_new_products
 from storage.errors import TransactionCancelled
 from storage.expressions import Attr, put_request
+from storage.leaders import leaderboard
 from storage.model import Comment, Direction, ListingFilter, PageRequest, Status
-from storage.reads import get_counts, leaderboard, moderation_queue, queue_length
+from storage.reads import get_counts, moderation_queue, queue_length
 from storage.table import TableRef, create_table
 from tests.helpers import oracle, stamp, walk
 

@@ -48,6 +48,7 @@ from storage.errors import (
 )
 from storage.executor import Page
 from storage.items import VOTE_ATTR, is_comment_item, item_to_comment
+from storage.leaders import leaderboard
 from storage.model import (
     REPORT_REASONS,
     Comment,
@@ -61,13 +62,7 @@ from storage.model import (
     Status,
     Vote,
 )
-from storage.reads import (
-    author_comments,
-    get_counts,
-    last_commented_at,
-    leaderboard,
-    moderation_queue,
-)
+from storage.reads import author_comments, get_counts, last_commented_at, moderation_queue
 from storage.retry import Backoff
 from storage.table import TableRef
 from storage.verify import scan_pages, verify

@@ -8,6 +8,7 @@ import pytest
 
 from storage import keys
 from storage.errors import CommentNotFound, InvalidProductId, NotAuthor
+from storage.leaders import leaderboard
 from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest, RatingCounts
 from storage.planner import Strategy
 from storage.reads import (
@@ -15,7 +16,6 @@ from storage.reads import (
     batch_get_counts,
     get_counts,
     last_commented_at,
-    leaderboard,
     list_comments,
 )
 from storage.table import TableRef, create_table

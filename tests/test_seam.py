@@ -8,7 +8,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
 from storage import errors
-from storage.reads import batch_get_counts, leaderboard
+from storage.leaders import leaderboard
+from storage.reads import batch_get_counts
 from storage.seam import EngineSeam, at_seam
 from storage.table import TableRef, create_table
 from storage.types import Response

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from storage import keys, stats
 from storage.errors import CounterInvariantBroken
 from storage.expressions import Attr, Update, check_request, get_request
-from storage.items import number
+from storage.items import QUEUE_COUNT_ATTR, number, queue_count_key
 from storage.layout import LAYOUT_KEY, LeaderLayout, layout_of
 from storage.leaders import known_layout
 from storage.model import Comment, Status
@@ -35,15 +35,10 @@ ALL = "stats"
 LANGUAGE = "stats-language"
 QUEUE = "queue-count"
 LAYOUT = "leaders-layout"
+
+
 # The moderation queue's length: one item, moved with every entry into and exit from
 # PENDING, so moderationQueue's totalCount is exact without a scan.
-QUEUE_COUNT_ATTR = "n"
-
-
-def queue_count_key() -> dict[str, dict[str, str]]:
-    return {"PK": {"S": keys.QUEUE_PK}, "SK": {"S": keys.QUEUE_COUNT_SK}}
-
-
 def queue_parts(table: TableRef, before: Comment | None, after: Comment | None) -> list[Part]:
     """The queue length's move when a comment enters (+1) or leaves (-1) PENDING."""
     return queue_move(table, _pending(after) - _pending(before))

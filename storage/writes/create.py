@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 from storage import keys
+from storage.clock import utc_now
 from storage.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
 from storage.expressions import Attr, put_request
 from storage.items import comment_to_item
@@ -25,10 +26,6 @@ class CreateResult:
     comment: Comment
     # False when an earlier request with the same idempotency key created it.
     created: bool
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 async def create_comment(

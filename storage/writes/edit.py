@@ -9,11 +9,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from storage import keys
+from storage.clock import utc_now
 from storage.errors import CommentNotFound, NotAuthor
 from storage.model import Comment, ModerationMode, Status, clean_body, clean_title
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
-from storage.writes.create import utc_now
 from storage.writes.state import Stored
 from storage.writes.transition import Change, apply
 

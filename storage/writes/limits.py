@@ -20,12 +20,11 @@ from datetime import datetime, timedelta
 
 from storage import keys
 from storage.expressions import Attr, Update
-from storage.items import EXPIRES_ATTR
+from storage.items import EXPIRES_ATTR, SLOT_COUNT_ATTR
 from storage.table import TableRef
 from storage.writes.rates import DEFAULT_RATES, NO_RATES, WriteRates
 from storage.writes.transaction import Part
 
-COUNT_ATTR = "n"
 PER_PRODUCT = "author-product"
 PER_HOUR = "author-hour"
 
@@ -56,8 +55,8 @@ def product_part(
 ) -> Part:
     """Count a comment of ``author`` on the product in (+1) or out (-1)."""
     u = Update()
-    n = Attr(COUNT_ATTR)
-    u.add(COUNT_ATTR, delta)
+    n = Attr(SLOT_COUNT_ATTR)
+    u.add(SLOT_COUNT_ATTR, delta)
     if delta > 0 and limit is not None:
         u.condition(n.not_exists() | n.le(limit - delta))
     elif delta < 0:
@@ -77,8 +76,8 @@ def hour_part(table: TableRef, author: str, now: datetime, limit: int) -> Part:
     """Count a new comment in the author's current hour, within ``limit``."""
     hour = hour_of(now)
     u = Update()
-    n = Attr(COUNT_ATTR)
-    u.add(COUNT_ATTR, 1)
+    n = Attr(SLOT_COUNT_ATTR)
+    u.add(SLOT_COUNT_ATTR, 1)
     # Kept an hour past its window, then left to TTL.
     u.set(EXPIRES_ATTR, int((hour + timedelta(hours=2)).timestamp()))
     u.condition(n.not_exists() | n.lt(limit))

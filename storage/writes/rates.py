@@ -29,10 +29,11 @@ import math
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 
 from storage import keys
+from storage.clock import utc_now
 from storage.errors import ConditionFailed, StorageError, WriteRateLimited
 from storage.expressions import Attr, Update
 from storage.items import EXPIRES_ATTR
@@ -91,10 +92,6 @@ class WriteRates:
 
 DEFAULT_RATES = WriteRates()
 NO_RATES = WriteRates(**{f.value: None for f in Family})
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 async def spend(

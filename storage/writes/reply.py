@@ -9,11 +9,11 @@ from dataclasses import replace
 from datetime import datetime
 
 from storage import keys
+from storage.clock import utc_now
 from storage.errors import NoReply, NotPublished
 from storage.model import Comment, Reply, clean_author_name, clean_reply
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
-from storage.writes.create import utc_now
 from storage.writes.state import Stored
 from storage.writes.transition import Change, apply
 

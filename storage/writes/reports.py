@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from storage import keys
+from storage.clock import utc_now
 from storage.errors import (
     AlreadyReported,
     CommentNotFound,
@@ -24,7 +25,6 @@ from storage.model import REPORT_REASONS, Comment, Status, clean_note
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.types import Item
-from storage.writes.create import utc_now
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import Part
 from storage.writes.transition import Change, apply

@@ -32,15 +32,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from storage import keys
+from storage.batch import batch_get_items
+from storage.clock import utc_now
 from storage.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.expressions import get_request
 from storage.items import VOTE_ATTR, comment_key
 from storage.model import Comment, Vote
-from storage.reads import batch_get_items
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes.ballots import Ballot, Moved, cast, vote_key
-from storage.writes.create import utc_now
 from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget
 
