@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import keys
-from storage.expressions import Attr, Condition, all_of, query_request
+from storage.base.expressions import Attr, Condition, all_of, query_request
 from storage.indexes import SORT_KEY, Index
 from storage.items import VERIFIED_ATTR, item_to_comment
 from storage.model import Direction

@@ -36,8 +36,8 @@ from decimal import Decimal
 from typing import Any
 
 from storage import keys
+from storage.base.types import AttributeValue, DynamoClient, Item, Response
 from storage.indexes import Index
-from storage.types import AttributeValue, DynamoClient, Item, Response
 from storage.wrapping import ClientWrapper
 
 KB = 1024

@@ -13,9 +13,9 @@ import bisect
 import re
 from typing import Any
 
-from storage.errors import TransactionCancelled
+from storage.base.errors import TransactionCancelled
+from storage.base.types import Item, Response
 from storage.indexes import Index, table_definition
-from storage.types import Item, Response
 from storage.wrapping import ClientWrapper
 
 # Each index's partition and sort key (the moderation queue sorts by its own key).
@@ -148,7 +148,7 @@ class FakeDynamo(ClientWrapper):
         return self._partitions
 
     def _query(self, **kwargs: Any) -> Response:
-        # Expressions as storage.expressions renders them: "(#n0 = :v0) AND (#n1 < :v1)".
+        # Expressions as storage.base.expressions renders them: "(#n0 = :v0) AND (#n1 < :v1)".
         values = kwargs["ExpressionAttributeValues"]
         condition: str = kwargs["KeyConditionExpression"]
         partition = re.search(r"#\w+ = (:\w+)", condition)

@@ -42,8 +42,8 @@ from benchmarks.report import HERE
 from server.demo import synthetic_comments
 from server.local_engine import LocalEngine
 from storage import keys
+from storage.base.expressions import Attr, Condition, all_of, query_request
 from storage.client import ClientSettings, open_client
-from storage.expressions import Attr, Condition, all_of, query_request
 from storage.indexes import Index
 from storage.items import VERIFIED_ATTR, item_to_comment
 from storage.metering import Meter, MeteredClient

@@ -51,9 +51,9 @@ from benchmarks.part1_design import (
 from benchmarks.report import HERE
 from server.demo import synthetic_comments
 from server.local_engine import LocalEngine
+from storage.base.types import DynamoClient, Item
 from storage.client import ClientSettings, open_client
 from storage.table import TableRef
-from storage.types import DynamoClient, Item
 
 OURS_TABLE = "writecost_ours"
 PART1_TABLE = "writecost_part1"

@@ -66,7 +66,7 @@ from typing import Any, Protocol
 import aioboto3
 
 from benchmarks.capacity import GlobalIndex, Layout
-from storage.types import DynamoClient, Item, Response
+from storage.base.types import DynamoClient, Item, Response
 
 RATINGS = (1, 2, 3, 4, 5)
 ANY = "~"

@@ -41,12 +41,12 @@ from benchmarks.scale_model import (
     zipf_weights,
 )
 from storage import keys
-from storage.errors import Throttled
+from storage.base.errors import Throttled
+from storage.base.types import Item, Response
 from storage.indexes import Index
 from storage.items import comment_to_item
 from storage.layout import home_partition, is_leader_partition
 from storage.model import NewComment
-from storage.types import Item, Response
 from storage.wrapping import ClientWrapper
 
 TABLE = "comments"

@@ -47,9 +47,9 @@ from benchmarks.inprocess import percentile
 from benchmarks.report import HERE, save_result
 from server.local_engine import LocalEngine
 from storage import keys
+from storage.base.errors import StorageError, StorageUnavailable, WriteConflict
 from storage.client import ClientSettings, open_client
 from storage.conflicts import AwsConflicts, item_key
-from storage.errors import StorageError, StorageUnavailable, WriteConflict
 from storage.items import comment_key
 from storage.model import ModerationMode, NewComment, Vote
 from storage.table import TableRef, create_table

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from server.local_engine import LocalEngine
+from storage.base.types import DynamoClient
 from storage.client import ClientSettings, open_client
 from storage.table import TableRef
-from storage.types import DynamoClient
 from storage.verify import scan_pages
 
 TABLE = "durability"

@@ -14,7 +14,7 @@ import jwt
 from resolvers.claims import ClaimMap
 from resolvers.errors import Unauthenticated
 from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES, KeySource, choose_key
-from storage.errors import InvalidInput
+from storage.base.errors import InvalidInput
 from storage.model import AUTHOR_MAX, check_identifier, clean_author_name
 
 ALGORITHM = "HS256"

@@ -13,7 +13,7 @@ from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
-from storage.errors import CallBudgetExceeded, StorageError
+from storage.base.errors import CallBudgetExceeded, StorageError
 from storage.feed import Feed
 from storage.metering import Meter, MeteredClient
 from storage.model import ModerationMode

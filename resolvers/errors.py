@@ -21,7 +21,7 @@ payloads (``resolvers.problems``).
 
 from __future__ import annotations
 
-from storage import errors as storage_errors
+from storage.base import errors as storage_errors
 
 
 class ApiError(Exception):
@@ -94,7 +94,7 @@ class QueryTooComplex(ApiError):
 
 
 class Unavailable(ApiError):
-    """Storage could not answer (``storage.errors.StorageUnavailable``, or the request's
+    """Storage could not answer (``storage.base.errors.StorageUnavailable``, or the request's
     deadline passed): the client may retry."""
 
     code = "STORAGE_UNAVAILABLE"

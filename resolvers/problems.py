@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from storage import errors as storage_errors
+from storage.base import errors as storage_errors
 from storage.metering import Meter
 
 T = TypeVar("T")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from graphql import DocumentNode, Token, parse
 from strawberry.extensions import SchemaExtension
 
-from storage.bounded import BoundedCache
+from storage.base.bounded import BoundedCache
 
 # Charges, from tracemalloc measurements of graphql-core 3.3 documents: a token with its
 # share of the AST takes 150-550 bytes, the text up to 4 bytes a character (and a comment's

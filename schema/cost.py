@@ -73,7 +73,7 @@ from resolvers.pages import page_size
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
 from schema.viewer import KNOWN_ROLES
 from storage import keys
-from storage.errors import InvalidInput
+from storage.base.errors import InvalidInput
 from storage.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.model import (
     AUTHOR_MAX_BYTES,

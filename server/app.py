@@ -73,9 +73,9 @@ from server.transport import (
     refusal,
     result_status,
 )
-from storage.errors import StorageUnavailable
+from storage.base.errors import StorageUnavailable
+from storage.base.types import DynamoClient
 from storage.health import ping
-from storage.types import DynamoClient
 
 if TYPE_CHECKING:
     from server.tracing import Tracing

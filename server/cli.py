@@ -38,10 +38,10 @@ from server.settings import (
     StorageSettings,
     TokenSettings,
 )
+from storage.base.errors import StorageError
 from storage.bulk import load_new_products
 from storage.client import open_client
 from storage.cursor import Ordering, encode_cursor
-from storage.errors import StorageError
 from storage.imports import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.layout import MAX_SHARDS, validate_shards
 from storage.migrate import migrate

@@ -44,7 +44,7 @@ class EngineError(RuntimeError):
 
     The development tooling's error (``comments serve`` without an endpoint, ``comments
     engine``, tests, benchmarks), not the storage layer's: it derives from no
-    ``storage.errors.StorageError`` and never reaches a GraphQL client.
+    ``storage.base.errors.StorageError`` and never reaches a GraphQL client.
     """
 
 

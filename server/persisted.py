@@ -5,7 +5,7 @@ alone runs the document registered under it, or is answered ``PersistedQueryNotF
 (code PERSISTED_QUERY_NOT_FOUND, status 200, as Apollo's link expects before it sends the
 document); a hash with its document registers the document once it has run without a
 request error. A hash that is not the SHA-256 of the document is refused. The store keeps
-the most recently used documents within a budget of bytes (storage.bounded.BoundedCache).
+the most recently used documents within a budget of bytes (storage.base.bounded.BoundedCache).
 
 Trusted documents (a manifest as graphql-codegen's client preset writes it with
 ``persistedDocuments``: a JSON object from SHA-256 hash to document, the hash in hex,
@@ -30,7 +30,7 @@ from strawberry.http import GraphQLRequestData
 
 from schema.caches import MAX_CACHED_DOCUMENT_CHARS
 from server.transport import Refused
-from storage.bounded import BoundedCache
+from storage.base.bounded import BoundedCache
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # How the GraphQL-over-HTTP persisted-documents appendix (and so graphql-codegen's client

@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from starlette.types import Scope
 
+from storage.base.types import DynamoClient, Response
 from storage.metering import Meter, call_figures
-from storage.types import DynamoClient, Response
 from storage.wrapping import ClientWrapper
 
 # The service name when OTEL_SERVICE_NAME does not give one.

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import keys
-from storage.errors import ConditionFailed
-from storage.expressions import Attr, Update, get_request
+from storage.base.errors import ConditionFailed
+from storage.base.expressions import Attr, Update, get_request
+from storage.base.types import Item
 from storage.indexes import HELPFUL_SORT_KEY, SORT_KEY, Index
 from storage.items import HELPFUL_ATTR, is_comment_item, number
 from storage.table import TableRef
-from storage.types import Item
 
 CHECKPOINT_KEY: Item = {"PK": {"S": "MIGRATION"}, "SK": {"S": HELPFUL_SORT_KEY}}
 _POSITION = "position"  # the scan's LastEvaluatedKey, as JSON

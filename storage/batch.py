@@ -8,11 +8,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from storage.errors import StorageUnavailable
-from storage.expressions import Placeholders
+from storage.base.errors import StorageUnavailable
+from storage.base.expressions import Placeholders
+from storage.base.types import Item
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
-from storage.types import Item
 
 # DynamoDB's limits of keys per BatchGetItem and of requests per BatchWriteItem.
 BATCH_GET_MAX = 100

@@ -17,8 +17,8 @@ from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
 from aiobotocore.session import AioSession
 from botocore.config import Config
 
+from storage.base.types import DynamoClient
 from storage.direct import DirectReads
-from storage.types import DynamoClient
 
 
 @dataclass(frozen=True, slots=True)

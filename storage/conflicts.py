@@ -26,8 +26,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from storage.errors import ConditionFailed, TransactionCancelled
-from storage.types import DynamoClient, Item, Response
+from storage.base.errors import ConditionFailed, TransactionCancelled
+from storage.base.types import DynamoClient, Item, Response
 from storage.wrapping import ClientWrapper
 
 # An item, by table and key.

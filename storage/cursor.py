@@ -17,7 +17,7 @@ import binascii
 import enum
 
 from storage import keys
-from storage.errors import InvalidCursor
+from storage.base.errors import InvalidCursor
 from storage.model import Comment, Order
 
 VERSION = "c2"

@@ -43,7 +43,7 @@ from botocore.awsrequest import AWSPreparedRequest
 from botocore.handlers import add_recursion_detection_header
 from botocore.utils import is_valid_ipv6_endpoint_url, normalize_url_path
 
-from storage.types import Response
+from storage.base.types import Response
 from storage.wrapping import ClientWrapper
 
 # Client method names and the operations they send.

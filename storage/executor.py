@@ -34,14 +34,14 @@ from dataclasses import dataclass, field, replace
 
 from storage import keys
 from storage import merge as merging
-from storage.errors import StorageUnavailable
-from storage.expressions import Attr, Condition, all_of, query_request
+from storage.base.errors import StorageUnavailable
+from storage.base.expressions import Attr, Condition, all_of, query_request
+from storage.base.types import Response
 from storage.items import VERIFIED_ATTR, item_to_comment
 from storage.model import Comment, Direction
 from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit, in_turn_limits
 from storage.retry import gather_reads
 from storage.table import TableRef
-from storage.types import Response
 
 # A top-up round always progresses (reads at least one item or ends a partition); this only
 # guards against an engine that would return empty pages with a continuation key forever.

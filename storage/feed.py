@@ -40,7 +40,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 
-from storage.errors import StorageError
+from storage.base.errors import StorageError
 from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
 from storage.model import RatingCounts
 from storage.reads import batch_get_counts

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import IO
 
 from storage import keys
-from storage.errors import InvalidInput
+from storage.base.errors import InvalidInput
 from storage.model import Comment, NewComment, Status
 
 # Longer than any valid line (the longest texts, every character escaped as \uXXXX): a

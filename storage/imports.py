@@ -42,9 +42,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from storage import keys
+from storage.base.errors import InvalidInput, StorageError, WriteConflict
+from storage.base.expressions import Attr, put_request
+from storage.base.types import Item
 from storage.batch import BATCH_GET_MAX, batch_get_items
-from storage.errors import InvalidInput, StorageError, WriteConflict
-from storage.expressions import Attr, put_request
 from storage.import_lines import (
     LINE_MAX_BYTES,
     ImportRecord,
@@ -57,7 +58,6 @@ from storage.items import comment_to_item
 from storage.model import Status
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
-from storage.types import Item
 from storage.writes import counters, limits
 from storage.writes.transaction import MAX_WRITE_CALLS, CallBudget, Cancellation, Part, transact
 

@@ -5,9 +5,9 @@ The stats items' shape lives in ``storage.stats``."""
 from __future__ import annotations
 
 from storage import keys
+from storage.base.types import Item
 from storage.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
 from storage.model import REPORT_REASONS, Comment, Moderation, Reply, Status
-from storage.types import Item
 
 # Bumped by every write to a comment; writes that move counters condition on it.
 VERSION_ATTR = "version"

@@ -12,7 +12,7 @@ import re
 import uuid
 from datetime import UTC, datetime
 
-from storage.errors import (
+from storage.base.errors import (
     InvalidCommentId,
     InvalidCursor,
     InvalidLanguage,

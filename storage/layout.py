@@ -23,9 +23,9 @@ import hashlib
 from dataclasses import dataclass
 
 from storage import keys
-from storage.expressions import Attr, Condition
+from storage.base.expressions import Attr, Condition
+from storage.base.types import Item
 from storage.items import number
-from storage.types import Item
 
 LAYOUT_KEY: Item = {"PK": {"S": "LAYOUT"}, "SK": {"S": keys.LEADERS}}
 SHARDS_ATTR = "shards"

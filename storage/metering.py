@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
-from storage.errors import CallBudgetExceeded
-from storage.types import DynamoClient, Item, Response
+from storage.base.errors import CallBudgetExceeded
+from storage.base.types import DynamoClient, Item, Response
 from storage.wrapping import ClientWrapper
 
 _CAPACITY_CALLS = frozenset(

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from storage.backfill import Backfill, backfill_helpful_keys
-from storage.errors import StorageUnavailable
+from storage.base.errors import StorageUnavailable
 from storage.indexes import STREAM_SPECIFICATION, Index, index_attributes, index_definition
 from storage.table import TableRef
 

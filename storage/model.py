@@ -10,7 +10,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from storage import keys
-from storage.errors import InvalidCommentText, InvalidPageRequest, TextMissing, TextTooLong
+from storage.base.errors import InvalidCommentText, InvalidPageRequest, TextMissing, TextTooLong
 
 TITLE_MAX = 200
 BODY_MAX = 10_000

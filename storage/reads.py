@@ -8,10 +8,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from storage import keys, metering
+from storage.base.errors import InvalidPageRequest
+from storage.base.expressions import Attr, get_request, query_request
+from storage.base.types import Response
 from storage.batch import batch_get_items
-from storage.errors import InvalidPageRequest
 from storage.executor import Page, execute
-from storage.expressions import Attr, get_request, query_request
 from storage.indexes import SORT_KEY, Index
 from storage.items import (
     QUEUE_COUNT_ATTR,
@@ -43,7 +44,6 @@ from storage.stats import (
     stats_key,
 )
 from storage.table import TableRef
-from storage.types import Response
 
 
 async def get_counts(table: TableRef, product_id: str, language: str | None) -> RatingCounts:

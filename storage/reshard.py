@@ -28,8 +28,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from storage import keys
-from storage.errors import ConditionFailed, StorageUnavailable
-from storage.expressions import Attr, Update, check_request, get_request, put_request
+from storage.base.errors import ConditionFailed, StorageUnavailable
+from storage.base.expressions import Attr, Update, check_request, get_request, put_request
+from storage.base.types import Item
 from storage.layout import (
     LAYOUT_KEY,
     POSITION_ATTR,
@@ -40,7 +41,6 @@ from storage.layout import (
 from storage.leaders import read_layout
 from storage.stats import FIVE_ATTR, LEADER_ATTR
 from storage.table import TableRef
-from storage.types import Item
 from storage.writes.transaction import CallBudget, Part, transact
 
 PAGE_ITEMS = 500

@@ -13,7 +13,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from storage.errors import StorageError
+from storage.base.errors import StorageError
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 Every call storage makes goes through ``TableRef.client``, which is an ``EngineSeam``: a
 client wrapper that runs each call inside ``engine_errors(operation)``. That context
-manager maps botocore's and the network's exceptions onto the tree in ``storage.errors``
+manager maps botocore's and the network's exceptions onto the tree in ``storage.base.errors``
 (the way httpx maps its transports' exceptions in one place), naming the operation, and
 chains the original (``raise ... from exc``) so logs keep the engine's error code. Code
 above the seam catches our errors only, never ``ClientError``.
@@ -16,7 +16,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from storage.errors import (
+from storage.base.errors import (
     ConditionFailed,
     EngineFault,
     StorageError,
@@ -26,7 +26,7 @@ from storage.errors import (
     Throttled,
     TransactionCancelled,
 )
-from storage.types import DynamoClient, Response
+from storage.base.types import DynamoClient, Response
 from storage.wrapping import ClientWrapper
 
 # What an engine call can fail with below the seam, besides the service's own answers

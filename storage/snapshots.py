@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from storage.bounded import BoundedCache
+from storage.base.bounded import BoundedCache
 from storage.model import Direction, ListingFilter, Order, RatingCounts
 from storage.stats import StatsScope
 

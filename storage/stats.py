@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storage import keys
-from storage.expressions import Attr, Update
+from storage.base.expressions import Attr, Update
+from storage.base.types import Item
 from storage.indexes import SORT_KEY, Index
 from storage.items import number
 from storage.layout import LeaderLayout, is_leader_partition
 from storage.model import RatingCounts
-from storage.types import Item
 
 # (product id, language or None for all languages): which stats item.
 StatsScope = tuple[str, str | None]

@@ -31,9 +31,9 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
+from storage.base.types import Item
 from storage.indexes import STREAM_SPECIFICATION
 from storage.table import TableRef
-from storage.types import Item
 
 ChangeKind = Literal["INSERT", "MODIFY", "REMOVE"]
 

@@ -7,12 +7,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
-from storage.errors import StorageUnavailable, TableInUse
+from storage.base.errors import StorageUnavailable, TableInUse
+from storage.base.locks import KeyedLocks
+from storage.base.types import DynamoClient
 from storage.indexes import TTL_ATTR, Index, table_definition, validate_table_name
 from storage.layout import LayoutMemory
-from storage.locks import KeyedLocks
 from storage.seam import at_seam
-from storage.types import DynamoClient
 
 M = TypeVar("M")
 

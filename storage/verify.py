@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from storage import keys
-from storage.errors import ConditionFailed
-from storage.expressions import Attr, Update, check_request, put_request
+from storage.base.errors import ConditionFailed
+from storage.base.expressions import Attr, Update, check_request, put_request
+from storage.base.types import Item, Response
 from storage.indexes import HELPFUL_SORT_KEY
 from storage.items import (
     SLOT_COUNT_ATTR,
@@ -52,7 +53,6 @@ from storage.stats import (
     unchanged_since,
 )
 from storage.table import TableRef
-from storage.types import Item, Response
 from storage.writes.transaction import CallBudget, Part, transact
 
 # A count item's key: (author partition, PRODUCT#<product>) for an author's comments on a

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.types import DynamoClient, Response
+from storage.base.types import DynamoClient, Response
 
 
 class ClientWrapper:

@@ -12,7 +12,7 @@ import httpx
 from resolvers.auth import mint
 from server.app import create_app
 from server.settings import Settings
-from storage.types import DynamoClient
+from storage.base.types import DynamoClient
 
 SECRET = "test-secret-for-the-suite-" + "0123456789abcdef" * 3
 

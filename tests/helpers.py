@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
+from storage.base.types import DynamoClient, Response
 from storage.client import ClientSettings, open_client
 from storage.cursor import Ordering, decode_cursor, encode_cursor
 from storage.executor import Page
@@ -27,7 +28,6 @@ from storage.model import (
 from storage.reads import get_counts, read_listing
 from storage.retry import Backoff
 from storage.table import TableRef, create_table
-from storage.types import DynamoClient, Response
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment
 

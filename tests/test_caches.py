@@ -15,7 +15,7 @@ from schema.caches import (
     document_charge,
 )
 from schema.garbage import LARGE_REQUEST, LargeRequestCollector, approximate_size
-from storage.bounded import BoundedCache
+from storage.base.bounded import BoundedCache
 
 
 def padded(n: int, size: int) -> str:

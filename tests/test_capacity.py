@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from benchmarks.capacity import CapacityProbe, index_writes, item_size, write_units
+from storage.base.types import Item
 from storage.table import TableRef
-from storage.types import Item
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from storage.errors import CommentNotFound, StorageUnavailable, WriteConflict
+from storage.base.errors import CommentNotFound, StorageUnavailable, WriteConflict
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import batch_get_counts, get_counts, list_comments
 from storage.retry import Backoff

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from storage import errors
+from storage.base import errors
+from storage.base.types import Item, Response
 from storage.conflicts import AwsConflicts, item_key
 from storage.table import TableRef
-from storage.types import Item, Response
 
 TABLE = "t"
 

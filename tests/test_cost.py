@@ -19,12 +19,12 @@ from schema.cost import (
     Refusal,
     estimate,
 )
-from storage.errors import CallBudgetExceeded
+from storage.base.errors import CallBudgetExceeded
+from storage.base.types import Response
 from storage.leaders import LEADERBOARD_CALLS
 from storage.metering import Meter
 from storage.model import NewComment
 from storage.table import TableRef
-from storage.types import Response
 from storage.wrapping import ClientWrapper
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, stamp

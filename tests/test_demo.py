@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from server.demo import demo_comments
+from storage.base.errors import InvalidInput
 from storage.bulk import load_new_products
-from storage.errors import InvalidInput
 from storage.model import Comment, PageRequest, Status
 from storage.reads import author_total, moderation_queue, queue_length
 from storage.table import TableRef

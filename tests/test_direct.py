@@ -19,13 +19,13 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import EndpointConnectionError as EngineUnreachable
 
 from server.local_engine import LocalEngine
+from storage.base.errors import EngineFault, TableMissing, Throttled
+from storage.base.types import Response
 from storage.client import ClientSettings, open_client
 from storage.direct import OPERATIONS, Credentials, DirectReads, SigV4, Target
-from storage.errors import EngineFault, TableMissing, Throttled
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import batch_get_counts, list_comments
 from storage.table import TableRef
-from storage.types import Response
 from storage.writes import create_comment
 
 CONTENT_TYPE = "application/x-amz-json-1.0"

@@ -1,10 +1,10 @@
-"""Requests built by storage.expressions: placeholders only, conditions composed."""
+"""Requests built by storage.base.expressions: placeholders only, conditions composed."""
 
 from __future__ import annotations
 
 import pytest
 
-from storage.expressions import (
+from storage.base.expressions import (
     Attr,
     Placeholders,
     Update,

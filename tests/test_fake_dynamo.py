@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from benchmarks.fake_dynamo import FakeDynamo
+from storage.base.errors import TransactionCancelled
+from storage.base.expressions import Attr, put_request
 from storage.bulk import load_new_products
-from storage.errors import TransactionCancelled
-from storage.expressions import Attr, put_request
 from storage.leaders import leaderboard
 from storage.model import Comment, Direction, ListingFilter, PageRequest, Status
 from storage.reads import get_counts, moderation_queue, queue_length

@@ -14,10 +14,10 @@ import pytest
 
 from reliability.proxy import Fault, FaultProxy
 from server.local_engine import LocalEngine
+from storage.base.types import DynamoClient
 from storage.client import ClientSettings, open_client
 from storage.model import NewComment
 from storage.table import TableRef
-from storage.types import DynamoClient
 from storage.verify import verify
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, own_table, stamp

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.fake_dynamo import FakeDynamo
+from storage.base.types import Item, Response
 from storage.events import EventKind, Listing
 from storage.feed import Ended, Feed, Subscription, TooManySubscribers
 from storage.items import comment_key, comment_to_item
@@ -22,7 +23,6 @@ from storage.snapshots import PlanMemory
 from storage.stats import stats_key
 from storage.stream import Change, ChangeKind
 from storage.table import TableRef
-from storage.types import Item, Response
 
 IDS = [f"{n:032x}" for n in range(1, 7)]
 LISTINGS = [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from storage.errors import StorageUnavailable
+from storage.base.errors import StorageUnavailable
 from storage.health import ping
 from storage.table import TableRef
 from tests.api_helpers import running_api

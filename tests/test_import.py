@@ -18,7 +18,8 @@ import pytest
 from server.cli import main as cli_main
 from server.local_engine import LocalEngine
 from storage import keys
-from storage.errors import InvalidInput, StorageUnavailable
+from storage.base.errors import InvalidInput, StorageUnavailable
+from storage.base.types import DynamoClient, Response
 from storage.import_lines import FUTURE_SKEW
 from storage.imports import (
     LINE_MAX_BYTES,
@@ -34,7 +35,6 @@ from storage.layout import LeaderLayout
 from storage.model import BODY_MAX, TITLE_MAX, NewComment, Status
 from storage.reads import author_total, get_counts, last_commented_at, queue_length
 from storage.table import TableRef
-from storage.types import DynamoClient, Response
 from storage.verify import scan_pages, verify
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, delete_comment, get_comment

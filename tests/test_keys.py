@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage import keys
-from storage.errors import (
+from storage.base.errors import (
     InvalidCommentId,
     InvalidCursor,
     InvalidLanguage,

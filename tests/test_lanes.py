@@ -1,10 +1,10 @@
-"""Per-key lanes (storage.lanes): one task per key at a time, taking what waits in rounds."""
+"""Per-key lanes (storage.base.lanes): one task per key at a time, taking what waits in rounds."""
 
 from __future__ import annotations
 
 import asyncio
 
-from storage.lanes import Lane, Lanes
+from storage.base.lanes import Lane, Lanes
 
 
 async def test_what_joins_while_a_round_runs_waits_for_the_next_round() -> None:

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from storage import keys
+from storage.base.errors import StorageUnavailable
+from storage.base.types import DynamoClient, Item, Response
 from storage.bulk import load_new_products
-from storage.errors import StorageUnavailable
 from storage.layout import (
     LeaderLayout,
     home_partition,
@@ -28,7 +29,6 @@ from storage.leaders import LeaderEntry, leaderboard, merge_leaders, read_layout
 from storage.model import Comment, NewComment
 from storage.reshard import reshard_leaders
 from storage.table import TableRef
-from storage.types import DynamoClient, Item, Response
 from storage.verify import repair, verify
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, delete_comment

@@ -12,7 +12,8 @@ import pytest
 
 from resolvers.auth import mint
 from storage import keys
-from storage.errors import NoReply, NotAuthor, NotPublished, OwnComment, RevisedSinceReview
+from storage.base.errors import NoReply, NotAuthor, NotPublished, OwnComment, RevisedSinceReview
+from storage.base.types import Response
 from storage.indexes import Index
 from storage.model import ListingFilter, ModerationMode, NewComment, PageRequest, Status
 from storage.reads import (
@@ -24,7 +25,6 @@ from storage.reads import (
     queue_length,
 )
 from storage.table import TableRef
-from storage.types import Response
 from storage.verify import verify
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment

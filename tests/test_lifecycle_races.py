@@ -38,7 +38,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from server.local_engine import LocalEngine
 from storage import keys
-from storage.errors import (
+from storage.base.errors import (
     CommentNotFound,
     NoReply,
     NotAuthor,

@@ -6,9 +6,9 @@ import asyncio
 import uuid
 from typing import Any
 
+from storage.base.types import Response
 from storage.metering import Meter, MeteredClient, call_figures, item_bytes, read_units
 from storage.table import TableRef
-from storage.types import Response
 from storage.wrapping import ClientWrapper
 
 

@@ -25,8 +25,9 @@ from server.cli import main as cli_main
 from server.local_engine import LocalEngine
 from storage import keys
 from storage.backfill import backfill_helpful_keys
+from storage.base.errors import StorageUnavailable
+from storage.base.types import DynamoClient, Item, Response
 from storage.client import ClientSettings, open_client
-from storage.errors import StorageUnavailable
 from storage.indexes import LISTING_INDEXES, Index, table_definition
 from storage.migrate import migrate
 from storage.model import (
@@ -41,7 +42,6 @@ from storage.model import (
 )
 from storage.reads import author_comments, get_counts, list_comments, moderation_queue
 from storage.table import TableRef, create_table
-from storage.types import DynamoClient, Item, Response
 from storage.verify import verify
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.errors import InvalidCommentText, InvalidPageRequest, InvalidRating
+from storage.base.errors import InvalidCommentText, InvalidPageRequest, InvalidRating
 from storage.model import NewComment, PageRequest, RatingCounts
 
 

@@ -27,7 +27,7 @@ from benchmarks.part1_design import (
     rating_sets,
 )
 from server.local_engine import LocalEngine
-from storage.types import DynamoClient, Item
+from storage.base.types import DynamoClient, Item
 
 LANGUAGES = ("en", "de", "fr")
 RATINGS = (1, 2, 3, 4, 5)

@@ -11,8 +11,8 @@ import pytest
 
 from server.local_engine import LocalEngine
 from storage import keys
+from storage.base.errors import WriteRateLimited
 from storage.client import ClientSettings, open_client
-from storage.errors import WriteRateLimited
 from storage.table import TableRef
 from storage.writes import NO_LIMITS, WriteLimits
 from storage.writes.rates import (

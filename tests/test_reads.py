@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from storage import keys
-from storage.errors import CommentNotFound, InvalidProductId, NotAuthor
+from storage.base.errors import CommentNotFound, InvalidProductId, NotAuthor
 from storage.leaders import leaderboard
 from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest, RatingCounts
 from storage.planner import Strategy

@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-from storage import errors
+from storage.base import errors
+from storage.base.types import Response
 from storage.leaders import leaderboard
 from storage.reads import batch_get_counts
 from storage.seam import EngineSeam, at_seam
 from storage.table import TableRef, create_table
-from storage.types import Response
 from storage.verify import scan_pages
 
 

@@ -13,13 +13,13 @@ import pytest
 from botocore.exceptions import ClientError
 
 from server.local_engine import LocalEngine
+from storage.base.types import DynamoClient
 from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
 from storage.indexes import STREAM_SPECIFICATION, table_definition
 from storage.model import NewComment, RatingCounts
 from storage.reads import get_counts
 from storage.stream import Change, StreamFollower
 from storage.table import TableRef
-from storage.types import DynamoClient
 from storage.writes import create_comment, delete_comment
 from storage.writes.edit import Edit, edit_comment
 from tests.helpers import FAST, stamp

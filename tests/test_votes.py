@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from storage import keys
+from storage.base.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
+from storage.base.expressions import Attr, delete_request, put_request
+from storage.base.types import DynamoClient, Response
 from storage.conflicts import AwsConflicts, item_key
-from storage.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
-from storage.expressions import Attr, delete_request, put_request
 from storage.indexes import HELPFUL_SORT_KEY
 from storage.items import comment_key
 from storage.model import ModerationMode, NewComment, Vote
 from storage.retry import Backoff
 from storage.table import TableRef
-from storage.types import DynamoClient, Response
 from storage.verify import repair, verify
 from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment

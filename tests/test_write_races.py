@@ -26,12 +26,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from server.local_engine import LocalEngine
 from storage import keys
-from storage.cursor import decode_cursor, encode_cursor
-from storage.errors import (
+from storage.base.errors import (
     CommentNotFound,
     CommentsPerProductLimit,
     IdempotencyKeyReused,
 )
+from storage.cursor import decode_cursor, encode_cursor
 from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
 from storage.reshard import reshard_leaders

@@ -10,21 +10,21 @@ from typing import Any
 import pytest
 
 from storage import keys
-from storage.errors import (
+from storage.base.errors import (
     CommentNotFound,
     CommentsPerProductLimit,
     CounterInvariantBroken,
     IdempotencyKeyReused,
     WriteRateLimited,
 )
-from storage.expressions import Update
+from storage.base.expressions import Update
+from storage.base.types import DynamoClient, Response
 from storage.items import comment_key
 from storage.leaders import read_layout
 from storage.model import ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
 from storage.stats import stats_key
 from storage.table import TableRef
-from storage.types import DynamoClient, Response
 from storage.verify import verify
 from storage.wrapping import ClientWrapper
 from storage.writes import WriteLimits, create_comment, delete_comment, get_comment

@@ -9,7 +9,7 @@ from resolvers.context import Context
 from resolvers.errors import Forbidden
 from resolvers.problems import Checks, Problem, ProblemCode, Problems, not_found, refused
 from storage import keys
-from storage.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
+from storage.base.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
 from storage.model import REPORT_REASONS, Comment, clean_note
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.rates import Family

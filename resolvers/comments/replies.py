@@ -9,7 +9,7 @@ from resolvers.context import Context
 from resolvers.errors import Forbidden
 from resolvers.problems import Checks, not_found, refused
 from storage import keys
-from storage.errors import CommentNotFound, NoReply, NotPublished
+from storage.base.errors import CommentNotFound, NoReply, NotPublished
 from storage.model import Comment, clean_reply
 from storage.writes.rates import Family
 from storage.writes.reply import delete_reply, reply_to_comment

@@ -9,7 +9,12 @@ from resolvers.comments.rates import take_turn
 from resolvers.context import Context
 from resolvers.problems import Checks, not_found, refused
 from storage import keys
-from storage.errors import CommentNotFound, CommentsPerProductLimit, IdempotencyKeyReused, NotAuthor
+from storage.base.errors import (
+    CommentNotFound,
+    CommentsPerProductLimit,
+    IdempotencyKeyReused,
+    NotAuthor,
+)
 from storage.model import Comment, NewComment, check_idempotency_key, clean_body, clean_title
 from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment

@@ -5,7 +5,7 @@ the voter read it) and moves the comment's counts by ``ADD``, with no condition 
 comment's version (see ``storage.writes.votes``). On AWS two transactions on the same
 item at once still cancel each other (``TransactionConflict``), whatever their
 conditions. So the votes of one process on one comment go through one lane
-(``storage.lanes``): one transaction in flight per comment and process, and the votes that
+(``storage.base.lanes``): one transaction in flight per comment and process, and the votes that
 arrive meanwhile go together in the next one, each vote item with its own condition and
 the comment with one ``ADD`` of their summed moves (at most ``MAX_BALLOTS`` votes a
 transaction, as DynamoDB takes 100 actions).
@@ -55,7 +55,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from storage import keys
-from storage.errors import (
+from storage.base.errors import (
     CommentNotFound,
     ConditionFailed,
     CounterInvariantBroken,
@@ -65,7 +65,9 @@ from storage.errors import (
     Throttled,
     WriteConflict,
 )
-from storage.expressions import Attr, Condition, Update, delete_request, put_request
+from storage.base.expressions import Attr, Condition, Update, delete_request, put_request
+from storage.base.lanes import Lane, Lanes
+from storage.base.types import Item
 from storage.indexes import HELPFUL_SORT_KEY
 from storage.items import (
     HELPFUL_ATTR,
@@ -76,11 +78,9 @@ from storage.items import (
     comment_key,
     item_to_comment,
 )
-from storage.lanes import Lane, Lanes
 from storage.model import Comment, Status, Vote
 from storage.retry import Backoff
 from storage.table import TableRef
-from storage.types import Item
 from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget, Cancellation, Part, transact
 

@@ -21,8 +21,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from storage import keys, stats
-from storage.errors import CounterInvariantBroken
-from storage.expressions import Attr, Update, check_request, get_request
+from storage.base.errors import CounterInvariantBroken
+from storage.base.expressions import Attr, Update, check_request, get_request
 from storage.items import QUEUE_COUNT_ATTR, number, queue_count_key
 from storage.layout import LAYOUT_KEY, LeaderLayout, layout_of
 from storage.leaders import known_layout

@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from storage import keys
-from storage.clock import utc_now
-from storage.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
-from storage.expressions import Attr, put_request
+from storage.base.clock import utc_now
+from storage.base.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
+from storage.base.expressions import Attr, put_request
 from storage.items import comment_to_item
 from storage.model import Comment, ModerationMode, NewComment
 from storage.retry import DEFAULT_BACKOFF, Backoff

@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from storage import keys
-from storage.clock import utc_now
-from storage.errors import CommentNotFound, NotAuthor
+from storage.base.clock import utc_now
+from storage.base.errors import CommentNotFound, NotAuthor
 from storage.model import Comment, ModerationMode, Status, clean_body, clean_title
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef

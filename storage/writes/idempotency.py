@@ -23,12 +23,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from storage import keys
-from storage.errors import IdempotencyKeyReused
-from storage.expressions import Attr, put_request
+from storage.base.errors import IdempotencyKeyReused
+from storage.base.expressions import Attr, put_request
+from storage.base.types import Item
 from storage.items import EXPIRES_ATTR, number
 from storage.model import Comment, NewComment, Status
 from storage.table import TableRef
-from storage.types import Item
 from storage.writes.transaction import Part
 
 RETENTION = timedelta(hours=24)

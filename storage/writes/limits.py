@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from storage import keys
-from storage.expressions import Attr, Update
+from storage.base.expressions import Attr, Update
 from storage.items import EXPIRES_ATTR, SLOT_COUNT_ATTR
 from storage.table import TableRef
 from storage.writes.rates import DEFAULT_RATES, NO_RATES, WriteRates

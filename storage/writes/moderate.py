@@ -10,8 +10,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from storage import keys
-from storage.clock import utc_now
-from storage.errors import RevisedSinceReview
+from storage.base.clock import utc_now
+from storage.base.errors import RevisedSinceReview
 from storage.model import Comment, Moderation, Status, clean_note
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef

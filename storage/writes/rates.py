@@ -33,12 +33,12 @@ from datetime import datetime
 from enum import StrEnum
 
 from storage import keys
-from storage.clock import utc_now
-from storage.errors import ConditionFailed, StorageError, WriteRateLimited
-from storage.expressions import Attr, Update
+from storage.base.clock import utc_now
+from storage.base.errors import ConditionFailed, StorageError, WriteRateLimited
+from storage.base.expressions import Attr, Update
+from storage.base.types import Item
 from storage.items import EXPIRES_ATTR
 from storage.table import TableRef
-from storage.types import Item
 
 # Seconds of one window; limits are per hour.
 WINDOW = 3600

@@ -9,8 +9,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from storage import keys
-from storage.clock import utc_now
-from storage.errors import NoReply, NotPublished
+from storage.base.clock import utc_now
+from storage.base.errors import NoReply, NotPublished
 from storage.model import Comment, Reply, clean_author_name, clean_reply
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef

@@ -11,20 +11,20 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from storage import keys
-from storage.clock import utc_now
-from storage.errors import (
+from storage.base.clock import utc_now
+from storage.base.errors import (
     AlreadyReported,
     CommentNotFound,
     InvalidInput,
     NotPublished,
     OwnComment,
 )
-from storage.expressions import Attr, put_request
+from storage.base.expressions import Attr, put_request
+from storage.base.types import Item
 from storage.items import EXPIRES_ATTR
 from storage.model import REPORT_REASONS, Comment, Status, clean_note
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
-from storage.types import Item
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import Part
 from storage.writes.transition import Change, apply

@@ -7,15 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage.errors import (
+from storage.base.errors import (
     EngineFault,
     StorageUnavailable,
     Throttled,
     TransactionCancelled,
     WriteConflict,
 )
+from storage.base.types import Item
 from storage.table import TableRef
-from storage.types import Item
 
 # Storage calls one create or delete may make, every read and retry included. The GraphQL
 # cost model prices a mutation at this many points, so it must stay a true bound. 32 lets

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from storage import keys
-from storage.errors import CommentNotFound, StorageError, WriteConflict
-from storage.expressions import delete_request, put_request
+from storage.base.errors import CommentNotFound, StorageError, WriteConflict
+from storage.base.expressions import delete_request, put_request
 from storage.items import comment_key, comment_to_item
 from storage.model import Comment
 from storage.retry import DEFAULT_BACKOFF, Backoff

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from storage import keys
+from storage.base.clock import utc_now
+from storage.base.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
+from storage.base.expressions import get_request
 from storage.batch import batch_get_items
-from storage.clock import utc_now
-from storage.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
-from storage.expressions import get_request
 from storage.items import VOTE_ATTR, comment_key
 from storage.model import Comment, Vote
 from storage.retry import DEFAULT_BACKOFF, Backoff

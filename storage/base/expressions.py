@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.types import AttributeValue, Item
+from storage.base.types import AttributeValue, Item
 
 # A value as written in Python (str, int, bool) or already in the wire format.
 Value = AttributeValue | str | int | bool
