@@ -18,11 +18,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from storage import keys
 from storage.base.expressions import Attr, Condition, all_of, query_request
-from storage.indexes import SORT_KEY, Index
-from storage.items import VERIFIED_ATTR, item_to_comment
-from storage.model import Direction
+from storage.model import keys
+from storage.model.comments import Direction
+from storage.model.indexes import SORT_KEY, Index
+from storage.model.items import VERIFIED_ATTR, item_to_comment
 from storage.table import TableRef
 
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from storage import keys
 from storage.base.types import AttributeValue, DynamoClient, Item, Response
-from storage.indexes import Index
+from storage.model import keys
+from storage.model.indexes import Index
 from storage.wrapping import ClientWrapper
 
 KB = 1024

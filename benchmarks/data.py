@@ -13,7 +13,7 @@ import random
 from server.demo import synthetic_comments
 from server.progress import progress_bar
 from storage.bulk import load_new_products
-from storage.model import Comment
+from storage.model.comments import Comment
 from storage.table import TableRef, create_table
 
 HOT = "hot-50k"

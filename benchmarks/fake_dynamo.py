@@ -15,7 +15,7 @@ from typing import Any
 
 from storage.base.errors import TransactionCancelled
 from storage.base.types import Item, Response
-from storage.indexes import Index, table_definition
+from storage.model.indexes import Index, table_definition
 from storage.wrapping import ClientWrapper
 
 # Each index's partition and sort key (the moderation queue sorts by its own key).

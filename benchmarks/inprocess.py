@@ -15,7 +15,7 @@ from resolvers.context import make_context
 from schema import build_schema
 from storage.cursor import encode_cursor
 from storage.executor import Page
-from storage.model import Direction, ListingFilter, PageRequest, RatingCounts
+from storage.model.comments import Direction, ListingFilter, PageRequest, RatingCounts
 from storage.reads import get_counts, list_comments, read_listing
 from storage.table import TableRef
 

@@ -41,13 +41,13 @@ from benchmarks import data
 from benchmarks.report import HERE
 from server.demo import synthetic_comments
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.base.expressions import Attr, Condition, all_of, query_request
 from storage.client import ClientSettings, open_client
-from storage.indexes import Index
-from storage.items import VERIFIED_ATTR, item_to_comment
 from storage.metering import Meter, MeteredClient
-from storage.model import Comment, Direction, ListingFilter, Order, PageRequest
+from storage.model import keys
+from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
+from storage.model.indexes import Index
+from storage.model.items import VERIFIED_ATTR, item_to_comment
 from storage.planner import needs_stats
 from storage.reads import list_comments
 from storage.table import TableRef

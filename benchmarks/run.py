@@ -30,8 +30,8 @@ from benchmarks.inprocess import (
     walk_amplification,
 )
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.client import ClientSettings, open_client
+from storage.model import keys
 from storage.reads import batch_get_counts
 from storage.table import TableRef
 

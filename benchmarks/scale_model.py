@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storage.layout import shard_of
+from storage.model.leaderboard import shard_of
 
 # AWS's documented per-partition throughput (also per GSI partition), per second.
 PARTITION_WCU = 1000.0

@@ -2,8 +2,8 @@
 
 Each create is one TransactWriteItems of the comment (its real item, ``comment_to_item``,
 with every index key a published comment has) and the product's ``S`` item with its
-leaderboard entry in the product's home shard (``storage.layout``), sent to the benchmark's
-in-memory DynamoDB (``benchmarks.fake_dynamo``) through ``ThrottledDynamo``: every index
+leaderboard entry in the product's home shard (``storage.model.leaderboard``), sent to the
+benchmark's in-memory DynamoDB (``benchmarks.fake_dynamo``) through ``ThrottledDynamo``: every index
 partition a write puts an entry in draws one write unit (items under 1 KB) from a token
 bucket of ``PARTITION_WCU`` units per second holding at most a tenth of a second of them
 (DynamoDB caps a partition's rate; the bucket only smooths arrivals), in simulated time.
@@ -40,13 +40,13 @@ from benchmarks.scale_model import (
     throttled_fraction,
     zipf_weights,
 )
-from storage import keys
 from storage.base.errors import Throttled
 from storage.base.types import Item, Response
-from storage.indexes import Index
-from storage.items import comment_to_item
-from storage.layout import home_partition, is_leader_partition
-from storage.model import NewComment
+from storage.model import keys
+from storage.model.comments import NewComment
+from storage.model.indexes import Index
+from storage.model.items import comment_to_item
+from storage.model.leaderboard import home_partition, is_leader_partition
 from storage.wrapping import ClientWrapper
 
 TABLE = "comments"

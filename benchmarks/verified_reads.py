@@ -29,7 +29,7 @@ from benchmarks.baselines import BaselinePage, blog_fan_out, naive_filter
 from server.demo import synthetic_comments
 from storage.base.types import DynamoClient
 from storage.metering import Meter, MeteredClient
-from storage.model import Comment, Direction, ListingFilter, PageRequest
+from storage.model.comments import Comment, Direction, ListingFilter, PageRequest
 from storage.reads import list_comments
 from storage.table import TableRef
 

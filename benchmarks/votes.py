@@ -46,12 +46,12 @@ from typing import Any
 from benchmarks.inprocess import percentile
 from benchmarks.report import HERE, save_result
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.base.errors import StorageError, StorageUnavailable, WriteConflict
 from storage.client import ClientSettings, open_client
 from storage.conflicts import AwsConflicts, item_key
-from storage.items import comment_key
-from storage.model import ModerationMode, NewComment, Vote
+from storage.model import keys
+from storage.model.comments import ModerationMode, NewComment, Vote
+from storage.model.items import comment_key
 from storage.table import TableRef, create_table
 from storage.writes import create_comment
 from storage.writes.votes import vote_helpful

@@ -17,7 +17,7 @@ from itertools import count
 from typing import Any
 
 from benchmarks.capacity import Account, CapacityProbe
-from storage.model import Comment, ModerationMode, NewComment, Vote
+from storage.model.comments import Comment, ModerationMode, NewComment, Vote
 from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, create_comment
 from storage.writes.delete import delete_comment

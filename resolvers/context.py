@@ -16,7 +16,7 @@ from resolvers.loaders import Loaders
 from storage.base.errors import CallBudgetExceeded, StorageError
 from storage.feed import Feed
 from storage.metering import Meter, MeteredClient
-from storage.model import ModerationMode
+from storage.model.comments import ModerationMode
 from storage.planner import DEFAULT_TUNING, Tuning
 from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, WriteLimits

@@ -20,9 +20,9 @@ from resolvers.errors import (
     SubscriptionEnded,
     TooManySubscriptions,
 )
-from storage import keys
 from storage.events import Listing
 from storage.feed import Delivery, Ended, Feed, Subscription, TooManySubscribers
+from storage.model import keys
 
 
 def listing_of(

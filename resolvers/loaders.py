@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from aiodataloader import DataLoader
 
-from storage.model import Comment, RatingCounts, Vote
+from storage.model.comments import Comment, RatingCounts, Vote
+from storage.model.stats import StatsScope
 from storage.reads import batch_get_comments, batch_get_counts, last_commented_at
-from storage.stats import StatsScope
 from storage.table import TableRef
 from storage.writes.votes import votes_of
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from resolvers.errors import BadUserInput
 from storage.cursor import Ordering, decode_cursor
-from storage.model import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Direction, PageRequest
+from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Direction, PageRequest
 
 
 def page_size(

@@ -72,10 +72,10 @@ from resolvers.errors import BadUserInput
 from resolvers.pages import page_size
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
 from schema.viewer import KNOWN_ROLES
-from storage import keys
 from storage.base.errors import InvalidInput
 from storage.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
-from storage.model import (
+from storage.model import keys
+from storage.model.comments import (
     AUTHOR_MAX_BYTES,
     BODY_MAX_BYTES,
     NOTE_MAX_BYTES,

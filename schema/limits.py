@@ -33,8 +33,8 @@ from graphql import (
 )
 from graphql.validation.validation_context import ASTValidationContext
 
-from storage import keys
 from storage.batch import BATCH_GET_MAX
+from storage.model import keys
 
 CODE = {"code": "QUERY_TOO_COMPLEX"}
 

@@ -8,7 +8,7 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.types.scalar import ScalarDefinition
 
-from storage import keys
+from storage.model import keys
 
 # Stored timestamps are already ISO-8601 UTC with milliseconds; they pass through unchanged.
 DateTime = NewType("DateTime", str)

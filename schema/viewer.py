@@ -11,7 +11,7 @@ from resolvers.auth import Viewer as SignedIn
 from resolvers.comments import reads as comment_reads
 from schema.comments.connection import CommentConnection
 from schema.context import Info
-from storage.model import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
+from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 
 # The roles this API acts on; a token's other roles mean nothing here and are not shown.
 KNOWN_ROLES = (MODERATOR, MERCHANT)

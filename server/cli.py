@@ -43,9 +43,9 @@ from storage.bulk import load_new_products
 from storage.client import open_client
 from storage.cursor import Ordering, encode_cursor
 from storage.imports import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
-from storage.layout import MAX_SHARDS, validate_shards
 from storage.migrate import migrate
-from storage.model import ListingFilter, Order
+from storage.model.comments import ListingFilter, Order
+from storage.model.leaderboard import MAX_SHARDS, validate_shards
 from storage.reads import list_comments
 from storage.reshard import reshard_leaders
 from storage.table import TableRef, create_table, ensure_ttl

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from storage import keys
-from storage.model import Comment, Moderation, Reply, Status
+from storage.model import keys
+from storage.model.comments import Comment, Moderation, Reply, Status
 
 LANGUAGES = {"en": 0.50, "de": 0.20, "fr": 0.12, "es": 0.10, "pt-br": 0.05, "ja": 0.03}
 RATINGS = {5: 0.55, 4: 0.20, 1: 0.12, 3: 0.08, 2: 0.05}

@@ -23,7 +23,7 @@ from server.metrics import DEFAULT_MAX_OPERATIONS
 from server.secret_file import SECRET_MIN_BYTES, secret_from_file
 from storage.client import ClientSettings
 from storage.feed import DEFAULT_QUEUE
-from storage.model import ModerationMode
+from storage.model.comments import ModerationMode
 from storage.planner import DEFAULT_TUNING
 from storage.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY
 from storage.writes import DEFAULT_LIMITS, DEFAULT_RATES, WriteLimits, WriteRates

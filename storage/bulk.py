@@ -17,15 +17,15 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from storage import keys, stats
 from storage.base.errors import InvalidInput, StorageUnavailable
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
 from storage.batch import BATCH_WRITE_MAX, batch_get_items, batch_write
-from storage.items import SLOT_COUNT_ATTR, VOTE_ATTR, comment_to_item, number
-from storage.layout import LeaderLayout
 from storage.leaders import read_layout
-from storage.model import Comment, Status, Vote
+from storage.model import keys, stats
+from storage.model.comments import Comment, Status, Vote
+from storage.model.items import SLOT_COUNT_ATTR, VOTE_ATTR, comment_to_item, number
+from storage.model.leaderboard import LeaderLayout
 from storage.reads import batch_get_counts
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef

@@ -16,9 +16,9 @@ import base64
 import binascii
 import enum
 
-from storage import keys
 from storage.base.errors import InvalidCursor
-from storage.model import Comment, Order
+from storage.model import keys
+from storage.model.comments import Comment, Order
 
 VERSION = "c2"
 _LEGACY = "c1"

@@ -26,11 +26,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from storage import keys
 from storage.base.types import Item
-from storage.items import is_comment_item, item_to_comment
-from storage.model import Comment, RatingCounts
-from storage.stats import is_stats_item, item_to_counts, scope_of
+from storage.model import keys
+from storage.model.comments import Comment, RatingCounts
+from storage.model.items import is_comment_item, item_to_comment
+from storage.model.stats import is_stats_item, item_to_counts, scope_of
 from storage.stream import Change
 
 

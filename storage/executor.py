@@ -32,13 +32,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
-from storage import keys
 from storage import merge as merging
 from storage.base.errors import StorageUnavailable
 from storage.base.expressions import Attr, Condition, all_of, query_request
 from storage.base.types import Response
-from storage.items import VERIFIED_ATTR, item_to_comment
-from storage.model import Comment, Direction
+from storage.model import keys
+from storage.model.comments import Comment, Direction
+from storage.model.items import VERIFIED_ATTR, item_to_comment
 from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit, in_turn_limits
 from storage.retry import gather_reads
 from storage.table import TableRef

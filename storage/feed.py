@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 
 from storage.base.errors import StorageError
 from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
-from storage.model import RatingCounts
+from storage.model.comments import RatingCounts
+from storage.model.stats import StatsScope
 from storage.reads import batch_get_counts
 from storage.snapshots import PlanMemory
-from storage.stats import StatsScope
 from storage.stream import Change
 from storage.table import TableRef
 

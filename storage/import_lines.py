@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import IO
 
-from storage import keys
 from storage.base.errors import InvalidInput
-from storage.model import Comment, NewComment, Status
+from storage.model import keys
+from storage.model.comments import Comment, NewComment, Status
 
 # Longer than any valid line (the longest texts, every character escaped as \uXXXX): a
 # longer one is refused without being read whole.

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from storage import keys
 from storage.base.errors import InvalidInput, StorageError, WriteConflict
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
@@ -54,8 +53,9 @@ from storage.import_lines import (
     jsonl_lines,
     parse_line,
 )
-from storage.items import comment_to_item
-from storage.model import Status
+from storage.model import keys
+from storage.model.comments import Status
+from storage.model.items import comment_to_item
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes import counters, limits

@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storage import keys
 from storage.base.errors import InvalidPageRequest, StorageUnavailable
 from storage.base.expressions import Attr, get_request, query_request
 from storage.base.types import Item, Response
-from storage.indexes import Index
-from storage.layout import LAYOUT_KEY, MAX_SHARDS, LeaderLayout, layout_of
+from storage.model import keys
+from storage.model.indexes import Index
+from storage.model.leaderboard import LAYOUT_KEY, MAX_SHARDS, LeaderLayout, layout_of
+from storage.model.stats import LEADER_ATTR, LEADER_SORT_ATTR
 from storage.retry import gather_reads
-from storage.stats import LEADER_ATTR, LEADER_SORT_ATTR
 from storage.table import TableRef
 
 # How many leaderboard entries one request may ask for, and how many it gets by default.

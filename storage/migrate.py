@@ -1,4 +1,4 @@
-"""Bring an existing table up to the layout of ``storage.indexes``: add the indexes it lacks,
+"""Bring an existing table up to the layout of ``storage.model.indexes``: add the indexes it lacks,
 turn its stream on, then give old comments the helpful order's key (``storage.backfill``).
 
 A table made by the first ``create-table`` has the four listing indexes only, one made by
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from storage.backfill import Backfill, backfill_helpful_keys
 from storage.base.errors import StorageUnavailable
-from storage.indexes import STREAM_SPECIFICATION, Index, index_attributes, index_definition
+from storage.model.indexes import STREAM_SPECIFICATION, Index, index_attributes, index_definition
 from storage.table import TableRef
 
 Progress = Callable[[str], None]

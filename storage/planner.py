@@ -37,9 +37,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from storage import keys
-from storage.indexes import SORT_KEY, Index
-from storage.model import Direction, ListingFilter, Order, PageRequest, RatingCounts
+from storage.model import keys
+from storage.model.comments import Direction, ListingFilter, Order, PageRequest, RatingCounts
+from storage.model.indexes import SORT_KEY, Index
 from storage.snapshots import Head
 
 

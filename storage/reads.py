@@ -7,14 +7,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from storage import keys, metering
+from storage import metering
 from storage.base.errors import InvalidPageRequest
 from storage.base.expressions import Attr, get_request, query_request
 from storage.base.types import Response
 from storage.batch import batch_get_items
 from storage.executor import Page, execute
-from storage.indexes import SORT_KEY, Index
-from storage.items import (
+from storage.model import keys
+from storage.model.comments import Comment, ListingFilter, Order, PageRequest, RatingCounts
+from storage.model.indexes import SORT_KEY, Index
+from storage.model.items import (
     QUEUE_COUNT_ATTR,
     SLOT_COUNT_ATTR,
     comment_key,
@@ -22,7 +24,12 @@ from storage.items import (
     number,
     queue_count_key,
 )
-from storage.model import Comment, ListingFilter, Order, PageRequest, RatingCounts
+from storage.model.stats import (
+    StatsScope,
+    item_to_counts,
+    scope_of,
+    stats_key,
+)
 from storage.planner import (
     DEFAULT_TUNING,
     Plan,
@@ -37,12 +44,6 @@ from storage.planner import (
 )
 from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
 from storage.snapshots import HeadKey, PlanMemory
-from storage.stats import (
-    StatsScope,
-    item_to_counts,
-    scope_of,
-    stats_key,
-)
 from storage.table import TableRef
 
 

@@ -1,4 +1,4 @@
-"""Move the leaderboard's entries to another number of shards (``storage.layout``).
+"""Move the leaderboard's entries to another number of shards (``storage.model.leaderboard``).
 
 The steps, each safe to interrupt and to run again:
 
@@ -27,19 +27,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from storage import keys
 from storage.base.errors import ConditionFailed, StorageUnavailable
 from storage.base.expressions import Attr, Update, check_request, get_request, put_request
 from storage.base.types import Item
-from storage.layout import (
+from storage.leaders import read_layout
+from storage.model import keys
+from storage.model.leaderboard import (
     LAYOUT_KEY,
     POSITION_ATTR,
     LeaderLayout,
     layout_item,
     validate_shards,
 )
-from storage.leaders import read_layout
-from storage.stats import FIVE_ATTR, LEADER_ATTR
+from storage.model.stats import FIVE_ATTR, LEADER_ATTR
 from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Part, transact
 

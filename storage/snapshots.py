@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from storage.base.bounded import BoundedCache
-from storage.model import Direction, ListingFilter, Order, RatingCounts
-from storage.stats import StatsScope
+from storage.model.comments import Direction, ListingFilter, Order, RatingCounts
+from storage.model.stats import StatsScope
 
 # Budget of the two memories together; about 4,000 scopes and 10,000 positions fit in it
 # at the charges below.

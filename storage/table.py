@@ -1,5 +1,5 @@
 """Where the comments live (``TableRef``: the client behind the seam and the table name), and
-idempotent creation of the table described in ``storage.indexes``."""
+idempotent creation of the table described in ``storage.model.indexes``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import TypeVar, cast
 from storage.base.errors import StorageUnavailable, TableInUse
 from storage.base.locks import KeyedLocks
 from storage.base.types import DynamoClient
-from storage.indexes import TTL_ATTR, Index, table_definition, validate_table_name
-from storage.layout import LayoutMemory
+from storage.model.indexes import TTL_ATTR, Index, table_definition, validate_table_name
+from storage.model.leaderboard import LayoutMemory
 from storage.seam import at_seam
 
 M = TypeVar("M")
@@ -24,8 +24,9 @@ class TableRef:
     Made once per application lifespan, next to the client. ``five_star_locks`` lets the
     writes of one process that change the same product's 5-star count take turns instead
     of racing (the conditions in the transactions still guard against other processes).
-    ``leader_layout`` remembers the leaderboard's layout as last read (``storage.layout``):
-    a hint that writes condition on and reads check, never trusted alone.
+    ``leader_layout`` remembers the leaderboard's layout as last read
+    (``storage.model.leaderboard``): a hint that writes condition on and reads check, never
+    trusted alone.
 
     ``memories`` holds what a concern above keeps for the whole process, one object per
     type, so that this module names none of them (the engine sits below reads and writes):

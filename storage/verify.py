@@ -19,12 +19,14 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from storage import keys
 from storage.base.errors import ConditionFailed
 from storage.base.expressions import Attr, Update, check_request, put_request
 from storage.base.types import Item, Response
-from storage.indexes import HELPFUL_SORT_KEY
-from storage.items import (
+from storage.leaders import read_layout
+from storage.model import keys
+from storage.model.comments import Status, Vote
+from storage.model.indexes import HELPFUL_SORT_KEY
+from storage.model.items import (
     SLOT_COUNT_ATTR,
     VERSION_ATTR,
     VOTE_ATTR,
@@ -35,10 +37,8 @@ from storage.items import (
     item_version,
     number,
 )
-from storage.layout import LAYOUT_KEY, LeaderLayout
-from storage.leaders import read_layout
-from storage.model import Status, Vote
-from storage.stats import (
+from storage.model.leaderboard import LAYOUT_KEY, LeaderLayout
+from storage.model.stats import (
     LEADER_ATTR,
     TALLY_SIZE,
     Leader,

@@ -15,7 +15,7 @@ from storage.base.types import DynamoClient, Response
 from storage.client import ClientSettings, open_client
 from storage.cursor import Ordering, decode_cursor, encode_cursor
 from storage.executor import Page
-from storage.model import (
+from storage.model.comments import (
     Comment,
     Direction,
     ListingFilter,
@@ -190,7 +190,7 @@ def cancelled(*codes: str) -> Exception:
 async def recount(table: TableRef, product_id: str) -> dict[str | None, list[int]]:
     """Counts per rating recomputed from the comments (all index), by language and overall:
     ten numbers each, the five ratings of all comments, then those of verified purchases."""
-    from storage.model import ListingFilter as _Listing
+    from storage.model.comments import ListingFilter as _Listing
 
     found, _ = await walk(table, _Listing(product_id), 100, Direction.FORWARD)
     counts: dict[str | None, list[int]] = {None: [0] * 10}
@@ -206,8 +206,8 @@ async def recount(table: TableRef, product_id: str) -> dict[str | None, list[int
 async def assert_counters_exact(table: TableRef, product_id: str) -> None:
     """Counters of every scope (verified ones too) and the leaderboard entry equal a recount
     from the comments."""
-    from storage import keys
     from storage.leaders import read_layout
+    from storage.model import keys
     from storage.reads import get_counts
 
     truth = await recount(table, product_id)

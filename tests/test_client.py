@@ -18,7 +18,7 @@ from storage.client import (
     client_config_options,
     open_client,
 )
-from storage.model import ListingFilter, NewComment, PageRequest
+from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
 from storage.table import TableRef
 from storage.writes import create_comment

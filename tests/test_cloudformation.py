@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from storage.indexes import TTL_ATTR, Index, table_definition
+from storage.model.indexes import TTL_ATTR, Index, table_definition
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "deploy" / "cloudformation.yaml"
 THROTTLE_EVENTS = {"ReadThrottleEvents", "WriteThrottleEvents"}

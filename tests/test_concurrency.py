@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from storage.base.errors import CommentNotFound, StorageUnavailable, WriteConflict
-from storage.model import ListingFilter, NewComment, PageRequest
+from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.reads import batch_get_counts, get_counts, list_comments
 from storage.retry import Backoff
 from storage.table import TableRef

@@ -23,7 +23,7 @@ from storage.base.errors import CallBudgetExceeded
 from storage.base.types import Response
 from storage.leaders import LEADERBOARD_CALLS
 from storage.metering import Meter
-from storage.model import NewComment
+from storage.model.comments import NewComment
 from storage.table import TableRef
 from storage.wrapping import ClientWrapper
 from tests.api_helpers import Api, running_api, token

@@ -46,10 +46,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import nodes
 
-from storage import keys
 from storage.bulk import load_new_products
 from storage.cursor import encode_cursor
-from storage.model import Comment
+from storage.model import keys
+from storage.model.comments import Comment
 from storage.table import TableRef
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import own_table

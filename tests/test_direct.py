@@ -23,7 +23,7 @@ from storage.base.errors import EngineFault, TableMissing, Throttled
 from storage.base.types import Response
 from storage.client import ClientSettings, open_client
 from storage.direct import OPERATIONS, Credentials, DirectReads, SigV4, Target
-from storage.model import ListingFilter, NewComment, PageRequest
+from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.reads import batch_get_counts, list_comments
 from storage.table import TableRef
 from storage.writes import create_comment

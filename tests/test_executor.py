@@ -9,7 +9,7 @@ from schema import build_schema
 from schema.cost import estimate
 from storage.executor import execute
 from storage.metering import Meter, MeteredClient
-from storage.model import Direction, ListingFilter, NewComment, Order, PageRequest
+from storage.model.comments import Direction, ListingFilter, NewComment, Order, PageRequest
 from storage.planner import plan_listing
 from storage.reads import get_counts, list_comments
 from storage.table import TableRef

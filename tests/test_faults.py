@@ -16,7 +16,7 @@ from reliability.proxy import Fault, FaultProxy
 from server.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.client import ClientSettings, open_client
-from storage.model import NewComment
+from storage.model.comments import NewComment
 from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import Api, running_api, token

@@ -17,10 +17,10 @@ from benchmarks.fake_dynamo import FakeDynamo
 from storage.base.types import Item, Response
 from storage.events import EventKind, Listing
 from storage.feed import Ended, Feed, Subscription, TooManySubscribers
-from storage.items import comment_key, comment_to_item
-from storage.model import Comment, RatingCounts, Status
+from storage.model.comments import Comment, RatingCounts, Status
+from storage.model.items import comment_key, comment_to_item
+from storage.model.stats import stats_key
 from storage.snapshots import PlanMemory
-from storage.stats import stats_key
 from storage.stream import Change, ChangeKind
 from storage.table import TableRef
 

@@ -18,7 +18,7 @@ import pytest
 
 from resolvers.auth import ALGORITHM
 from storage.cursor import encode_cursor
-from storage.model import NewComment
+from storage.model.comments import NewComment
 from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET, Api, running_api, token

@@ -18,7 +18,7 @@ import pytest
 
 from server.http_cache import CachePolicy, none_match, strong_etag
 from server.settings import Settings
-from storage.model import NewComment
+from storage.model.comments import NewComment
 from storage.table import TableRef
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, stamp

@@ -17,7 +17,6 @@ import pytest
 
 from server.cli import main as cli_main
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.base.errors import InvalidInput, StorageUnavailable
 from storage.base.types import DynamoClient, Response
 from storage.import_lines import FUTURE_SKEW
@@ -31,8 +30,9 @@ from storage.imports import (
     jsonl_lines,
     parse_line,
 )
-from storage.layout import LeaderLayout
-from storage.model import BODY_MAX, TITLE_MAX, NewComment, Status
+from storage.model import keys
+from storage.model.comments import BODY_MAX, TITLE_MAX, NewComment, Status
+from storage.model.leaderboard import LeaderLayout
 from storage.reads import author_total, get_counts, last_commented_at, queue_length
 from storage.table import TableRef
 from storage.verify import scan_pages, verify

@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-PURE = ["storage.planner", "storage.keys", "storage.cursor", "storage.merge", "storage.model"]
+PURE = [
+    "storage.planner",
+    "storage.model.keys",
+    "storage.cursor",
+    "storage.merge",
+    "storage.model.comments",
+]
 
 
 @pytest.mark.parametrize("module", PURE)

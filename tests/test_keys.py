@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage import keys
 from storage.base.errors import (
     InvalidCommentId,
     InvalidCursor,
@@ -14,6 +13,7 @@ from storage.base.errors import (
     InvalidProductId,
     InvalidRating,
 )
+from storage.model import keys
 
 
 @pytest.mark.parametrize("good", ["42", "sku-1.2_3:x", "A" * 128, "a"])

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from storage import keys
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
 from storage.bulk import load_new_products
-from storage.layout import (
+from storage.leaders import LeaderEntry, leaderboard, merge_leaders, read_layout
+from storage.model import keys
+from storage.model.comments import Comment, NewComment
+from storage.model.leaderboard import (
     LeaderLayout,
     home_partition,
     is_leader_partition,
@@ -25,8 +27,6 @@ from storage.layout import (
     shard_of,
     validate_shards,
 )
-from storage.leaders import LeaderEntry, leaderboard, merge_leaders, read_layout
-from storage.model import Comment, NewComment
 from storage.reshard import reshard_leaders
 from storage.table import TableRef
 from storage.verify import repair, verify

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from resolvers.auth import mint
-from storage import keys
 from storage.base.errors import NoReply, NotAuthor, NotPublished, OwnComment, RevisedSinceReview
 from storage.base.types import Response
-from storage.indexes import Index
-from storage.model import ListingFilter, ModerationMode, NewComment, PageRequest, Status
+from storage.model import keys
+from storage.model.comments import ListingFilter, ModerationMode, NewComment, PageRequest, Status
+from storage.model.indexes import Index
 from storage.reads import (
     author_comments,
     author_total,

@@ -37,7 +37,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.base.errors import (
     CommentNotFound,
     NoReply,
@@ -47,9 +46,9 @@ from storage.base.errors import (
     StorageError,
 )
 from storage.executor import Page
-from storage.items import VOTE_ATTR, is_comment_item, item_to_comment
 from storage.leaders import leaderboard
-from storage.model import (
+from storage.model import keys
+from storage.model.comments import (
     REPORT_REASONS,
     Comment,
     Direction,
@@ -62,6 +61,7 @@ from storage.model import (
     Status,
     Vote,
 )
+from storage.model.items import VOTE_ATTR, is_comment_item, item_to_comment
 from storage.reads import author_comments, get_counts, last_commented_at, moderation_queue
 from storage.retry import Backoff
 from storage.table import TableRef

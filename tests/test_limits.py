@@ -28,7 +28,7 @@ from schema.limits import (
     size_limit,
 )
 from storage.cursor import encode_cursor
-from storage.model import PAGE_SIZE_MAX
+from storage.model.comments import PAGE_SIZE_MAX
 from tests.api_helpers import Api
 
 SCHEMA = build_schema()._schema

@@ -23,14 +23,13 @@ import pytest
 
 from server.cli import main as cli_main
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.backfill import backfill_helpful_keys
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
 from storage.client import ClientSettings, open_client
-from storage.indexes import LISTING_INDEXES, Index, table_definition
 from storage.migrate import migrate
-from storage.model import (
+from storage.model import keys
+from storage.model.comments import (
     Comment,
     ListingFilter,
     ModerationMode,
@@ -40,6 +39,7 @@ from storage.model import (
     Status,
     Vote,
 )
+from storage.model.indexes import LISTING_INDEXES, Index, table_definition
 from storage.reads import author_comments, get_counts, list_comments, moderation_queue
 from storage.table import TableRef, create_table
 from storage.verify import verify
@@ -71,7 +71,7 @@ async def client(engine: LocalEngine) -> AsyncIterator[DynamoClient]:
         yield opened
 
 
-# The previous version's create-table, written out as it was (storage/indexes.py before the
+# The previous version's create-table, written out as it was (storage/model/indexes.py before the
 # life of a comment): four listing indexes sharing the sort key GSISK, projecting ALL.
 _LEGACY_INDEXES = {
     "byLangAndRating": "GSIPK",

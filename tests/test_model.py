@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from storage.base.errors import InvalidCommentText, InvalidPageRequest, InvalidRating
-from storage.model import NewComment, PageRequest, RatingCounts
+from storage.model.comments import NewComment, PageRequest, RatingCounts
 
 
 def test_page_size_bounds() -> None:

@@ -24,12 +24,11 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.fake_dynamo import FakeDynamo
-from storage import keys
 from storage.bulk import load_new_products
 from storage.executor import Page
-from storage.layout import LeaderLayout, layout_item
 from storage.leaders import leaderboard
-from storage.model import (
+from storage.model import keys
+from storage.model.comments import (
     Comment,
     Direction,
     ListingFilter,
@@ -40,6 +39,7 @@ from storage.model import (
     Status,
     Vote,
 )
+from storage.model.leaderboard import LeaderLayout, layout_item
 from storage.reads import get_counts, list_comments
 from storage.table import TableRef, create_table
 from storage.writes import create_comment, delete_comment

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from resolvers.auth import mint
-from storage.model import ListingFilter, NewComment, Order, Vote
+from storage.model.comments import ListingFilter, NewComment, Order, Vote
 from storage.table import TableRef
 from storage.writes import create_comment
 from storage.writes.votes import vote_helpful

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.base.errors import WriteRateLimited
 from storage.client import ClientSettings, open_client
+from storage.model import keys
 from storage.table import TableRef
 from storage.writes import NO_LIMITS, WriteLimits
 from storage.writes.rates import (

@@ -6,10 +6,17 @@ import uuid
 
 import pytest
 
-from storage import keys
 from storage.base.errors import CommentNotFound, InvalidProductId, NotAuthor
 from storage.leaders import leaderboard
-from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest, RatingCounts
+from storage.model import keys
+from storage.model.comments import (
+    Comment,
+    Direction,
+    ListingFilter,
+    NewComment,
+    PageRequest,
+    RatingCounts,
+)
 from storage.planner import Strategy
 from storage.reads import (
     batch_get_comments,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.bulk import load_new_products
 from storage.executor import Page
-from storage.model import (
+from storage.model.comments import (
     Comment,
     Direction,
     ListingFilter,

@@ -18,7 +18,7 @@ from reliability.soak import ENGINE_WINDOW, Driver, Losses, SoakReport, losses, 
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
 from storage.client import ClientSettings, open_client
-from storage.model import NewComment
+from storage.model.comments import NewComment
 from storage.table import TableRef, create_table
 from storage.verify import verify
 from tests.api_helpers import SECRET

@@ -15,8 +15,8 @@ from botocore.exceptions import ClientError
 from server.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
-from storage.indexes import STREAM_SPECIFICATION, table_definition
-from storage.model import NewComment, RatingCounts
+from storage.model.comments import NewComment, RatingCounts
+from storage.model.indexes import STREAM_SPECIFICATION, table_definition
 from storage.reads import get_counts
 from storage.stream import Change, StreamFollower
 from storage.table import TableRef

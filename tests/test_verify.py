@@ -3,8 +3,8 @@ only published comments are counted, and verified counters are checked and repai
 
 from __future__ import annotations
 
-from storage import keys
-from storage.model import ModerationMode, NewComment
+from storage.model import keys
+from storage.model.comments import ModerationMode, NewComment
 from storage.reads import get_counts
 from storage.table import TableRef
 from storage.verify import Report, repair, verify

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from storage import keys
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.base.expressions import Attr, delete_request, put_request
 from storage.base.types import DynamoClient, Response
 from storage.conflicts import AwsConflicts, item_key
-from storage.indexes import HELPFUL_SORT_KEY
-from storage.items import comment_key
-from storage.model import ModerationMode, NewComment, Vote
+from storage.model import keys
+from storage.model.comments import ModerationMode, NewComment, Vote
+from storage.model.indexes import HELPFUL_SORT_KEY
+from storage.model.items import comment_key
 from storage.retry import Backoff
 from storage.table import TableRef
 from storage.verify import repair, verify

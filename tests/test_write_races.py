@@ -25,14 +25,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from server.local_engine import LocalEngine
-from storage import keys
 from storage.base.errors import (
     CommentNotFound,
     CommentsPerProductLimit,
     IdempotencyKeyReused,
 )
 from storage.cursor import decode_cursor, encode_cursor
-from storage.model import Comment, Direction, ListingFilter, NewComment, PageRequest
+from storage.model import keys
+from storage.model.comments import Comment, Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
 from storage.reshard import reshard_leaders
 from storage.retry import Backoff

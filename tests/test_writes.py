@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from storage import keys
 from storage.base.errors import (
     CommentNotFound,
     CommentsPerProductLimit,
@@ -19,11 +18,12 @@ from storage.base.errors import (
 )
 from storage.base.expressions import Update
 from storage.base.types import DynamoClient, Response
-from storage.items import comment_key
 from storage.leaders import read_layout
-from storage.model import ListingFilter, NewComment, PageRequest
+from storage.model import keys
+from storage.model.comments import ListingFilter, NewComment, PageRequest
+from storage.model.items import comment_key
+from storage.model.stats import stats_key
 from storage.reads import get_counts, list_comments
-from storage.stats import stats_key
 from storage.table import TableRef
 from storage.verify import verify
 from storage.wrapping import ClientWrapper

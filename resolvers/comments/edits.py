@@ -6,9 +6,9 @@ from resolvers.comments.rates import take_turn
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.problems import Checks, not_found, refused
-from storage import keys
 from storage.base.errors import CommentNotFound, NotAuthor
-from storage.model import Comment, clean_body, clean_title
+from storage.model import keys
+from storage.model.comments import Comment, clean_body, clean_title
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.rates import Family
 

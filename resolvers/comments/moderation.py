@@ -8,9 +8,9 @@ from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
 from resolvers.problems import Checks, Problem, ProblemCode, Problems, not_found, refused
-from storage import keys
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
-from storage.model import REPORT_REASONS, Comment, clean_note
+from storage.model import keys
+from storage.model.comments import REPORT_REASONS, Comment, clean_note
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.rates import Family
 from storage.writes.reports import report_comment

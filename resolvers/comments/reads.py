@@ -10,10 +10,10 @@ from resolvers.context import Context
 from resolvers.errors import Forbidden, Unauthenticated
 from resolvers.pages import page_request
 from resolvers.products.stats import counts
-from storage import keys
 from storage.cursor import Ordering
 from storage.executor import Page
-from storage.model import Comment, Direction, ListingFilter, Order, PageRequest
+from storage.model import keys
+from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
 from storage.reads import author_comments, author_total, queue_length, read_listing
 from storage.reads import moderation_queue as read_queue
 

@@ -8,9 +8,9 @@ from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
 from resolvers.problems import Checks, not_found, refused
-from storage import keys
 from storage.base.errors import CommentNotFound, NoReply, NotPublished
-from storage.model import Comment, clean_reply
+from storage.model import keys
+from storage.model.comments import Comment, clean_reply
 from storage.writes.rates import Family
 from storage.writes.reply import delete_reply, reply_to_comment
 

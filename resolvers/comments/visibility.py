@@ -7,7 +7,7 @@ from __future__ import annotations
 from resolvers.auth import Viewer
 from resolvers.context import Context
 from resolvers.errors import Unauthenticated
-from storage.model import Comment
+from storage.model.comments import Comment
 
 
 def may_see(viewer: Viewer | None, comment: Comment) -> bool:

@@ -7,9 +7,9 @@ from resolvers.comments.visibility import reader
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.problems import Checks, not_found, refused
-from storage import keys
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment
-from storage.model import Comment, Vote
+from storage.model import keys
+from storage.model.comments import Comment, Vote
 from storage.writes.rates import Family
 from storage.writes.votes import vote_helpful
 

@@ -8,14 +8,20 @@ from resolvers.auth import Viewer, authenticate
 from resolvers.comments.rates import take_turn
 from resolvers.context import Context
 from resolvers.problems import Checks, not_found, refused
-from storage import keys
 from storage.base.errors import (
     CommentNotFound,
     CommentsPerProductLimit,
     IdempotencyKeyReused,
     NotAuthor,
 )
-from storage.model import Comment, NewComment, check_idempotency_key, clean_body, clean_title
+from storage.model import keys
+from storage.model.comments import (
+    Comment,
+    NewComment,
+    check_idempotency_key,
+    clean_body,
+    clean_title,
+)
 from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment
 from storage.writes import delete_comment as remove_comment

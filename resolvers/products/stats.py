@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from resolvers.context import Context
-from storage import keys
-from storage.model import RatingCounts
+from storage.model import keys
+from storage.model.comments import RatingCounts
 
 
 def product_id(raw: str) -> str:

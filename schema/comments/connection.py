@@ -10,8 +10,9 @@ from strawberry import relay
 
 from resolvers.comments.reads import Listing
 from schema.comments.types import Comment
-from storage import executor, model
+from storage import executor
 from storage.cursor import encode_cursor
+from storage.model import comments as model
 
 
 @strawberry.enum(

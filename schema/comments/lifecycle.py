@@ -9,7 +9,7 @@ from typing import Self
 import strawberry
 
 from schema.scalars import DateTime
-from storage import model
+from storage.model import comments as model
 
 
 @strawberry.enum(description="Where a comment is in its life.")

@@ -6,7 +6,7 @@ import enum
 
 import strawberry
 
-from storage.model import Order
+from storage.model.comments import Order
 
 
 @strawberry.enum(description="How a product's comments are sorted; ties go newest first.")

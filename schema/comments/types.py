@@ -14,8 +14,9 @@ from schema.comments.lifecycle import CommentStatus, HelpfulVote, MerchantReply,
 from schema.context import Info
 from schema.products.types import Product
 from schema.scalars import DateTime
-from storage import keys, model
-from storage.model import TITLE_MAX
+from storage.model import comments as model
+from storage.model import keys
+from storage.model.comments import TITLE_MAX
 
 
 @strawberry.type(description="A comment (review) on a product.")

@@ -12,8 +12,8 @@ from resolvers.products import stats
 from schema.comments.orders import CommentOrder
 from schema.context import Info
 from schema.scalars import DateTime
-from storage import keys
-from storage.model import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCounts
+from storage.model import keys
+from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCounts
 
 if TYPE_CHECKING:
     from schema.comments.connection import CommentConnection

@@ -54,7 +54,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from storage import keys
 from storage.base.errors import (
     CommentNotFound,
     ConditionFailed,
@@ -68,8 +67,10 @@ from storage.base.errors import (
 from storage.base.expressions import Attr, Condition, Update, delete_request, put_request
 from storage.base.lanes import Lane, Lanes
 from storage.base.types import Item
-from storage.indexes import HELPFUL_SORT_KEY
-from storage.items import (
+from storage.model import keys
+from storage.model.comments import Comment, Status, Vote
+from storage.model.indexes import HELPFUL_SORT_KEY
+from storage.model.items import (
     HELPFUL_ATTR,
     NOT_HELPFUL_ATTR,
     STATUS_ATTR,
@@ -78,7 +79,6 @@ from storage.items import (
     comment_key,
     item_to_comment,
 )
-from storage.model import Comment, Status, Vote
 from storage.retry import Backoff
 from storage.table import TableRef
 from storage.writes.state import Stored

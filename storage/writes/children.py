@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import keys
 from storage.base.expressions import Attr, query_request
 from storage.batch import BATCH_WRITE_MAX, batch_write
-from storage.model import Comment
+from storage.model import keys
+from storage.model.comments import Comment
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 

@@ -20,13 +20,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from storage import keys, stats
 from storage.base.errors import CounterInvariantBroken
 from storage.base.expressions import Attr, Update, check_request, get_request
-from storage.items import QUEUE_COUNT_ATTR, number, queue_count_key
-from storage.layout import LAYOUT_KEY, LeaderLayout, layout_of
 from storage.leaders import known_layout
-from storage.model import Comment, Status
+from storage.model import keys, stats
+from storage.model.comments import Comment, Status
+from storage.model.items import QUEUE_COUNT_ATTR, number, queue_count_key
+from storage.model.leaderboard import LAYOUT_KEY, LeaderLayout, layout_of
 from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Cancellation, Part
 

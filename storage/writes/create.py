@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from storage import keys
 from storage.base.clock import utc_now
 from storage.base.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
 from storage.base.expressions import Attr, put_request
-from storage.items import comment_to_item
-from storage.model import Comment, ModerationMode, NewComment
+from storage.model import keys
+from storage.model.comments import Comment, ModerationMode, NewComment
+from storage.model.items import comment_to_item
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes import counters, idempotency, limits

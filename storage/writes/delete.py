@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import suppress
 
 from storage.base.errors import CommentNotFound, NotAuthor, StorageError
-from storage.model import Comment
+from storage.model.comments import Comment
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes import limits

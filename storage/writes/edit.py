@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from storage import keys
 from storage.base.clock import utc_now
 from storage.base.errors import CommentNotFound, NotAuthor
-from storage.model import Comment, ModerationMode, Status, clean_body, clean_title
+from storage.model import keys
+from storage.model.comments import Comment, ModerationMode, Status, clean_body, clean_title
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes.state import Stored

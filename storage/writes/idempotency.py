@@ -22,12 +22,12 @@ import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from storage import keys
 from storage.base.errors import IdempotencyKeyReused
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
-from storage.items import EXPIRES_ATTR, number
-from storage.model import Comment, NewComment, Status
+from storage.model import keys
+from storage.model.comments import Comment, NewComment, Status
+from storage.model.items import EXPIRES_ATTR, number
 from storage.table import TableRef
 from storage.writes.transaction import Part
 

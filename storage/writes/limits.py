@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from storage import keys
 from storage.base.expressions import Attr, Update
-from storage.items import EXPIRES_ATTR, SLOT_COUNT_ATTR
+from storage.model import keys
+from storage.model.items import EXPIRES_ATTR, SLOT_COUNT_ATTR
 from storage.table import TableRef
 from storage.writes.rates import DEFAULT_RATES, NO_RATES, WriteRates
 from storage.writes.transaction import Part

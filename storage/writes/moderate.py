@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from storage import keys
 from storage.base.clock import utc_now
 from storage.base.errors import RevisedSinceReview
-from storage.model import Comment, Moderation, Status, clean_note
+from storage.model import keys
+from storage.model.comments import Comment, Moderation, Status, clean_note
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes.state import Stored

@@ -32,12 +32,12 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from enum import StrEnum
 
-from storage import keys
 from storage.base.clock import utc_now
 from storage.base.errors import ConditionFailed, StorageError, WriteRateLimited
 from storage.base.expressions import Attr, Update
 from storage.base.types import Item
-from storage.items import EXPIRES_ATTR
+from storage.model import keys
+from storage.model.items import EXPIRES_ATTR
 from storage.table import TableRef
 
 # Seconds of one window; limits are per hour.

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from storage import keys
 from storage.base.clock import utc_now
 from storage.base.errors import NoReply, NotPublished
-from storage.model import Comment, Reply, clean_author_name, clean_reply
+from storage.model import keys
+from storage.model.comments import Comment, Reply, clean_author_name, clean_reply
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes.state import Stored

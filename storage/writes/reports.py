@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from storage import keys
 from storage.base.clock import utc_now
 from storage.base.errors import (
     AlreadyReported,
@@ -21,8 +20,9 @@ from storage.base.errors import (
 )
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
-from storage.items import EXPIRES_ATTR
-from storage.model import REPORT_REASONS, Comment, Status, clean_note
+from storage.model import keys
+from storage.model.comments import REPORT_REASONS, Comment, Status, clean_note
+from storage.model.items import EXPIRES_ATTR
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes.state import Stored, read_stored

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage import keys
 from storage.base.expressions import Attr, Condition, all_of
 from storage.base.types import Item
-from storage.items import VERSION_ATTR, comment_key, holds_slot, item_to_comment, item_version
-from storage.model import Comment
+from storage.model import keys
+from storage.model.comments import Comment
+from storage.model.items import VERSION_ATTR, comment_key, holds_slot, item_to_comment, item_version
 from storage.table import TableRef
 from storage.writes.transaction import CallBudget
 

@@ -22,11 +22,11 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storage import keys
 from storage.base.errors import CommentNotFound, StorageError, WriteConflict
 from storage.base.expressions import delete_request, put_request
-from storage.items import comment_key, comment_to_item
-from storage.model import Comment
+from storage.model import keys
+from storage.model.comments import Comment
+from storage.model.items import comment_key, comment_to_item
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes import counters

@@ -31,13 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from storage import keys
 from storage.base.clock import utc_now
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.base.expressions import get_request
 from storage.batch import batch_get_items
-from storage.items import VOTE_ATTR, comment_key
-from storage.model import Comment, Vote
+from storage.model import keys
+from storage.model.comments import Comment, Vote
+from storage.model.items import VOTE_ATTR, comment_key
 from storage.retry import DEFAULT_BACKOFF, Backoff
 from storage.table import TableRef
 from storage.writes.ballots import Ballot, Moved, cast, vote_key

@@ -22,10 +22,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from storage import keys
 from storage.base.expressions import Attr, Condition
 from storage.base.types import Item
-from storage.items import number
+from storage.model import keys
+from storage.model.items import number
 
 LAYOUT_KEY: Item = {"PK": {"S": "LAYOUT"}, "SK": {"S": keys.LEADERS}}
 SHARDS_ATTR = "shards"

@@ -158,5 +158,5 @@ def table_definition(name: str, *, stream: bool = True) -> dict[str, Any]:
     return definition
 
 
-# Items that may expire carry this attribute (epoch seconds); see storage.items.EXPIRES_ATTR.
+# Items that may expire carry this attribute (epoch seconds); see storage.model.items.EXPIRES_ATTR.
 TTL_ATTR = "expiresAt"

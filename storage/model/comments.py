@@ -9,8 +9,8 @@ import enum
 import unicodedata
 from dataclasses import dataclass, field
 
-from storage import keys
 from storage.base.errors import InvalidCommentText, InvalidPageRequest, TextMissing, TextTooLong
+from storage.model import keys
 
 TITLE_MAX = 200
 BODY_MAX = 10_000

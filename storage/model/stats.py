@@ -5,7 +5,7 @@ comments in. Each holds ``count_1`` to ``count_5`` and ``count_total`` of its PU
 comments, and ``verified_1`` to ``verified_5`` and ``verified_total`` of those written by
 verified purchasers (the planner sizes and skips verified-only reads by them); the ``S`` item of a
 product with 5-star comments doubles as its leaderboard entry (``LEADER_ATTR`` set to
-its leaderboard partition, ``LEADERS`` or a shard's, see ``storage.layout``, and the sort
+its leaderboard partition, ``LEADERS`` or a shard's, see ``storage.model.leaderboard``, and the sort
 key to the padded 5-star count). This module is the one definition of that shape: items,
 bulk loading, the writes' counter moves and verify all build and read it through here.
 """
@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storage import keys
 from storage.base.expressions import Attr, Update
 from storage.base.types import Item
-from storage.indexes import SORT_KEY, Index
-from storage.items import number
-from storage.layout import LeaderLayout, is_leader_partition
-from storage.model import RatingCounts
+from storage.model import keys
+from storage.model.comments import RatingCounts
+from storage.model.indexes import SORT_KEY, Index
+from storage.model.items import number
+from storage.model.leaderboard import LeaderLayout, is_leader_partition
 
 # (product id, language or None for all languages): which stats item.
 StatsScope = tuple[str, str | None]

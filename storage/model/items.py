@@ -1,13 +1,13 @@
 """Comment items: conversion between comments and DynamoDB items (wire format).
 
-The stats items' shape lives in ``storage.stats``."""
+The stats items' shape lives in ``storage.model.stats``."""
 
 from __future__ import annotations
 
-from storage import keys
 from storage.base.types import Item
-from storage.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
-from storage.model import REPORT_REASONS, Comment, Moderation, Reply, Status
+from storage.model import keys
+from storage.model.comments import REPORT_REASONS, Comment, Moderation, Reply, Status
+from storage.model.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
 
 # Bumped by every write to a comment; writes that move counters condition on it.
 VERSION_ATTR = "version"
@@ -55,7 +55,7 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
             listing[Index.VERIFIED_BY_LANG_AND_RATING] = keys.lang_rating_pk(pid, lang, rating)
         for index, value in listing.items():
             item[index.partition_attr] = {"S": value}
-        # Its place in the listings' helpful twins (see storage.indexes).
+        # Its place in the listings' helpful twins (see storage.model.indexes).
         item[HELPFUL_SORT_KEY] = {"S": keys.helpful_sort_key(comment.helpful, comment.sort_key)}
     queue_key = comment.queue_key
     if queue_key is not None:

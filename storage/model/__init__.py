@@ -1,0 +1,11 @@
+"""The model: what is stored and what is asked, and nothing that does I/O.
+
+Keys and identifiers and the rules user input must meet (``keys``), comments and the
+requests for them (``comments``), how a comment becomes items (``items``), the table's
+indexes (``indexes``), the counters' items (``stats``), the leaderboard's sharded layout
+(``leaderboard``), and the access patterns declared as data (``patterns``). Every item
+attribute name is defined here, so reads and writes agree on them without importing
+each other.
+
+May import: ``storage.base``. Pure: no engine client library, no storage call.
+"""
