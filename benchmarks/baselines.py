@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.base.expressions import Attr, Condition, all_of, query_request
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Direction
 from storage.model.indexes import SORT_KEY, Index
 from storage.model.items import VERIFIED_ATTR, item_to_comment
-from storage.table import TableRef
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,9 +36,9 @@ from decimal import Decimal
 from typing import Any
 
 from storage.base.types import AttributeValue, DynamoClient, Item, Response
+from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.indexes import Index
-from storage.wrapping import ClientWrapper
 
 KB = 1024
 READ_BLOCK = 4 * KB

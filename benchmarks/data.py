@@ -13,8 +13,8 @@ import random
 from server.demo import synthetic_comments
 from server.progress import progress_bar
 from storage.bulk import load_new_products
+from storage.engine.table import TableRef, create_table
 from storage.model.comments import Comment
-from storage.table import TableRef, create_table
 
 HOT = "hot-50k"
 SCALE = {1_000: "hot-1k", 10_000: "hot-10k", 50_000: HOT}

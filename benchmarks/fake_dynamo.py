@@ -15,8 +15,8 @@ from typing import Any
 
 from storage.base.errors import TransactionCancelled
 from storage.base.types import Item, Response
+from storage.engine.wrapping import ClientWrapper
 from storage.model.indexes import Index, table_definition
-from storage.wrapping import ClientWrapper
 
 # Each index's partition and sort key (the moderation queue sorts by its own key).
 _INDEX_ATTRS = {index.value: (index.partition_attr, index.sort_attr) for index in Index}

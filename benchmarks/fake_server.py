@@ -16,7 +16,7 @@ from benchmarks import data
 from benchmarks.fake_dynamo import FakeDynamo
 from server.app import create_app
 from server.settings import Settings
-from storage.table import TableRef
+from storage.engine.table import TableRef
 
 
 def main() -> None:

@@ -32,8 +32,8 @@ from benchmarks.inprocess import QUERY, Runner, position_for
 from benchmarks.loadgen import run_load
 from benchmarks.run import TABLE, kinds, small_products
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client
-from storage.table import TableRef, create_table
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef, create_table
 
 
 def _settings(endpoint_url: str) -> ClientSettings:

@@ -29,10 +29,10 @@ from typing import Any
 from server.demo import LANGUAGES, PHRASES, RATINGS
 from server.local_engine import LocalEngine
 from server.progress import progress_bar
-from storage.client import ClientSettings, open_client
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef, create_table
 from storage.imports import CONCURRENCY, WINDOW_LINES, ImportSummary, import_comments, jsonl_lines
 from storage.model import keys
-from storage.table import TableRef, create_table
 from storage.verify import verify
 
 RESULTS = Path(__file__).parent / "results"

@@ -14,10 +14,10 @@ from resolvers.auth import TokenRules
 from resolvers.context import make_context
 from schema import build_schema
 from storage.cursor import encode_cursor
+from storage.engine.table import TableRef
 from storage.executor import Page
 from storage.model.comments import Direction, ListingFilter, PageRequest, RatingCounts
 from storage.reads import get_counts, list_comments, read_listing
-from storage.table import TableRef
 
 QUERY = """
 query($pid: ID!, $language: String, $ratings: [Int!], $first: Int, $after: String,

@@ -31,8 +31,8 @@ from benchmarks import lifecycle_report, verified_reads, write_costs
 from benchmarks.report import HERE
 from server.demo import synthetic_comments
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client
-from storage.table import TableRef
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
 
 TABLE = "lifecycle"
 

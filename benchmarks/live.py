@@ -39,12 +39,12 @@ from reliability.live import LiveServer, live_server, rss_bytes
 from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client, open_streams_client
+from storage.engine.client import ClientSettings, open_client, open_streams_client
+from storage.engine.table import TableRef, create_table
 from storage.feed import Feed
 from storage.reads import batch_get_counts
 from storage.snapshots import PlanMemory
 from storage.stream import StreamFollower, stream_arn
-from storage.table import TableRef, create_table
 
 TABLE = "live_bench"
 PRODUCTS = 10

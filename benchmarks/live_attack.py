@@ -46,8 +46,8 @@ from reliability.scrape import parse_scrape, sample
 from reliability.subscriber import subscriber
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client
-from storage.table import create_table
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import create_table
 
 TABLE = "live_attack"
 PRODUCT = "attacked"

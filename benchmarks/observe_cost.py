@@ -26,8 +26,8 @@ from benchmarks.fake_dynamo import FakeDynamo
 from server.app import create_app
 from server.metrics import Metrics
 from server.settings import Settings
-from storage.metering import Meter
-from storage.table import TableRef
+from storage.engine.metering import Meter
+from storage.engine.table import TableRef
 
 PAGE = """query ProductPage($pid: ID!) { product(productId: $pid) { stats { total average }
   comments(first: 20) { totalCount nodes { commentId rating title body createdAt }

@@ -42,15 +42,15 @@ from benchmarks.report import HERE
 from server.demo import synthetic_comments
 from server.local_engine import LocalEngine
 from storage.base.expressions import Attr, Condition, all_of, query_request
-from storage.client import ClientSettings, open_client
-from storage.metering import Meter, MeteredClient
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.metering import Meter, MeteredClient
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
 from storage.model.indexes import Index
 from storage.model.items import VERIFIED_ATTR, item_to_comment
 from storage.planner import needs_stats
 from storage.reads import list_comments
-from storage.table import TableRef
 
 PAGE = 20
 PRODUCT = "orders-60k"

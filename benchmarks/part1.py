@@ -52,8 +52,8 @@ from benchmarks.report import HERE
 from server.demo import synthetic_comments
 from server.local_engine import LocalEngine
 from storage.base.types import DynamoClient, Item
-from storage.client import ClientSettings, open_client
-from storage.table import TableRef
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
 
 OURS_TABLE = "writecost_ours"
 PART1_TABLE = "writecost_part1"

@@ -47,8 +47,8 @@ from server.demo import synthetic_comments
 from server.local_engine import LocalEngine
 from server.persisted import sha256_hex
 from server.settings import Settings
-from storage.client import ClientSettings, open_client
-from storage.table import TableRef
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

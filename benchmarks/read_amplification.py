@@ -31,11 +31,11 @@ from typing import Any
 from benchmarks.baselines import blog_fan_out
 from server.demo import LANGUAGES, RATINGS
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef, create_table
 from storage.model import keys
 from storage.model.comments import Direction, ListingFilter, NewComment, PageRequest
 from storage.reads import get_counts, list_comments
-from storage.table import TableRef, create_table
 from storage.writes import create_comment
 
 PAGE = 20

@@ -30,10 +30,10 @@ from benchmarks.inprocess import (
     walk_amplification,
 )
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.reads import batch_get_counts
-from storage.table import TableRef
 
 TABLE = "bench"
 

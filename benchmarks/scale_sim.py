@@ -42,12 +42,12 @@ from benchmarks.scale_model import (
 )
 from storage.base.errors import Throttled
 from storage.base.types import Item, Response
+from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.comments import NewComment
 from storage.model.indexes import Index
 from storage.model.items import comment_to_item
 from storage.model.leaderboard import home_partition, is_leader_partition
-from storage.wrapping import ClientWrapper
 
 TABLE = "comments"
 # A partition's bucket holds this many seconds of its rate.

@@ -28,10 +28,10 @@ from benchmarks import data
 from benchmarks.baselines import BaselinePage, blog_fan_out, naive_filter
 from server.demo import synthetic_comments
 from storage.base.types import DynamoClient
-from storage.metering import Meter, MeteredClient
+from storage.engine.metering import Meter, MeteredClient
+from storage.engine.table import TableRef
 from storage.model.comments import Comment, Direction, ListingFilter, PageRequest
 from storage.reads import list_comments
-from storage.table import TableRef
 
 PAGE = 20
 SHARES = {"verified-10": 0.10, "verified-50": 0.50}

@@ -8,7 +8,7 @@ voters it runs, ``--repeats`` times each, in two engine modes:
 
 - ``local``: DynamoDB Local as it is (it takes requests one after another and never
   cancels a transaction for a conflict);
-- ``aws-conflicts``: through ``storage.conflicts.AwsConflicts``, which cancels a
+- ``aws-conflicts``: through ``storage.engine.conflicts.AwsConflicts``, which cancels a
   transaction on an item another write is writing, as AWS does (``TransactionConflict``),
   each write held ``--hold`` seconds in flight as a transaction on AWS takes that long;
 - ``aws-conflicts, 2 processes``: the same, the voters shared by two processes (table
@@ -47,12 +47,12 @@ from benchmarks.inprocess import percentile
 from benchmarks.report import HERE, save_result
 from server.local_engine import LocalEngine
 from storage.base.errors import StorageError, StorageUnavailable, WriteConflict
-from storage.client import ClientSettings, open_client
-from storage.conflicts import AwsConflicts, item_key
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.conflicts import AwsConflicts, item_key
+from storage.engine.table import TableRef, create_table
 from storage.model import keys
 from storage.model.comments import ModerationMode, NewComment, Vote
 from storage.model.items import comment_key
-from storage.table import TableRef, create_table
 from storage.writes import create_comment
 from storage.writes.votes import vote_helpful
 

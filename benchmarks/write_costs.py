@@ -17,8 +17,8 @@ from itertools import count
 from typing import Any
 
 from benchmarks.capacity import Account, CapacityProbe
+from storage.engine.table import TableRef
 from storage.model.comments import Comment, ModerationMode, NewComment, Vote
-from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, create_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment

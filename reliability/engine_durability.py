@@ -30,8 +30,8 @@ from typing import Any
 
 from server.local_engine import LocalEngine
 from storage.base.types import DynamoClient
-from storage.client import ClientSettings, open_client
-from storage.table import TableRef
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
 from storage.verify import scan_pages
 
 TABLE = "durability"

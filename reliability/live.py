@@ -19,8 +19,8 @@ import httpx
 
 from resolvers.auth import mint
 from server.local_engine import LocalEngine, free_port
-from storage.client import ClientSettings, open_client
-from storage.table import TableRef, create_table
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef, create_table
 from storage.verify import Report, verify
 
 ROOT = Path(__file__).resolve().parent.parent

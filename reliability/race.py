@@ -33,8 +33,8 @@ from reliability.live import LiveServer, live_server
 from reliability.responses import refusal
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client
-from storage.table import TableRef, create_table
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef, create_table
 from storage.verify import verify
 
 CREATE = """mutation($input: CreateCommentInput!) {

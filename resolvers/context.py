@@ -14,11 +14,11 @@ from resolvers.authors import author_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
 from storage.base.errors import CallBudgetExceeded, StorageError
+from storage.engine.metering import Meter, MeteredClient
+from storage.engine.table import TableRef
 from storage.feed import Feed
-from storage.metering import Meter, MeteredClient
 from storage.model.comments import ModerationMode
 from storage.planner import DEFAULT_TUNING, Tuning
-from storage.table import TableRef
 from storage.writes import DEFAULT_LIMITS, WriteLimits
 from storage.writes.reports import DEFAULT_THRESHOLD
 

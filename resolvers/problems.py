@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from storage.base import errors as storage_errors
-from storage.metering import Meter
+from storage.engine.metering import Meter
 
 T = TypeVar("T")
 

@@ -33,7 +33,7 @@ the operation cannot be determined (several without an operationName) or the var
 not coerce, the request is refused before execution. The figure is an upper bound: the
 planner skips empty ratings and the loaders batch keys, so requests usually cost less. It
 is also enforced: an accepted request carries its estimate as a budget of storage calls
-(see storage.metering), and a call beyond it fails its field with QUERY_TOO_COMPLEX.
+(see storage.engine.metering), and a call beyond it fails its field with QUERY_TOO_COMPLEX.
 Fragments count for every type they could apply to (the largest when a field's type is
 abstract); @skip and @include are ignored.
 """

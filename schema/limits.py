@@ -33,7 +33,7 @@ from graphql import (
 )
 from graphql.validation.validation_context import ASTValidationContext
 
-from storage.batch import BATCH_GET_MAX
+from storage.engine.batch import BATCH_GET_MAX
 from storage.model import keys
 
 CODE = {"code": "QUERY_TOO_COMPLEX"}

@@ -75,7 +75,7 @@ from server.transport import (
 )
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient
-from storage.health import ping
+from storage.engine.health import ping
 
 if TYPE_CHECKING:
     from server.tracing import Tracing

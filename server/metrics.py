@@ -53,7 +53,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
 
-from storage.metering import Meter
+from storage.engine.metering import Meter
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 

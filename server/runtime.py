@@ -43,12 +43,12 @@ from server.settings import Settings
 from storage.base.errors import StorageError
 from storage.base.types import DynamoClient
 from storage.bulk import load_new_products
-from storage.client import open_client, open_streams_client
+from storage.engine.client import open_client, open_streams_client
+from storage.engine.table import TableRef, create_table
 from storage.feed import Feed
 from storage.planner import Tuning
 from storage.snapshots import PlanMemory
 from storage.stream import Change, StreamFollower, stream_arn
-from storage.table import TableRef, create_table
 from storage.writes import WriteLimits
 from storage.writes.ballots import VoteLanes
 

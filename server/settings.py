@@ -21,7 +21,7 @@ from server.jwks import FetchLimits
 from server.logs import LogFormat
 from server.metrics import DEFAULT_MAX_OPERATIONS
 from server.secret_file import SECRET_MIN_BYTES, secret_from_file
-from storage.client import ClientSettings
+from storage.engine.client import ClientSettings
 from storage.feed import DEFAULT_QUEUE
 from storage.model.comments import ModerationMode
 from storage.planner import DEFAULT_TUNING
@@ -93,7 +93,7 @@ class StorageSettings(BaseSettings):
     dynamodb_endpoint_url: str | None = None
     dynamodb_table: str = "comments"
     aws_region: str = _CLIENT.region
-    # Performance switches of storage.client (see benchmarks/RESULTS.md for what each is worth).
+    # Performance switches of storage.engine.client (benchmarks/RESULTS.md: what each is worth).
     fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # the attribute pass-through
     static_user_agent: bool = _CLIENT.static_user_agent  # a User-Agent made once per client
     direct_reads: bool = _CLIENT.direct_reads  # the hot reads without botocore's machinery

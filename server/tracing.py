@@ -28,8 +28,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from starlette.types import Scope
 
 from storage.base.types import DynamoClient, Response
-from storage.metering import Meter, call_figures
-from storage.wrapping import ClientWrapper
+from storage.engine.metering import Meter, call_figures
+from storage.engine.wrapping import ClientWrapper
 
 # The service name when OTEL_SERVICE_NAME does not give one.
 DEFAULT_SERVICE_NAME = "product-comments"

@@ -21,10 +21,10 @@ from typing import Any
 from storage.base.errors import ConditionFailed
 from storage.base.expressions import Attr, Update, get_request
 from storage.base.types import Item
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.indexes import HELPFUL_SORT_KEY, SORT_KEY, Index
 from storage.model.items import HELPFUL_ATTR, is_comment_item, number
-from storage.table import TableRef
 
 CHECKPOINT_KEY: Item = {"PK": {"S": "MIGRATION"}, "SK": {"S": HELPFUL_SORT_KEY}}
 _POSITION = "position"  # the scan's LastEvaluatedKey, as JSON

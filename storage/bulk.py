@@ -20,15 +20,15 @@ from typing import Any
 from storage.base.errors import InvalidInput, StorageUnavailable
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
-from storage.batch import BATCH_WRITE_MAX, batch_get_items, batch_write
-from storage.leaders import read_layout
+from storage.engine.batch import BATCH_WRITE_MAX, batch_get_items, batch_write
+from storage.engine.leaderboard_layout import read_layout
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model import keys, stats
 from storage.model.comments import Comment, Status, Vote
 from storage.model.items import SLOT_COUNT_ATTR, VOTE_ATTR, comment_to_item, number
 from storage.model.leaderboard import LeaderLayout
 from storage.reads import batch_get_counts
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes import counters
 from storage.writes.transaction import CallBudget, Part, transact
 

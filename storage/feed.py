@@ -41,13 +41,13 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from storage.base.errors import StorageError
+from storage.engine.table import TableRef
 from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
 from storage.model.comments import RatingCounts
 from storage.model.stats import StatsScope
 from storage.reads import batch_get_counts
 from storage.snapshots import PlanMemory
 from storage.stream import Change
-from storage.table import TableRef
 
 log = logging.getLogger("comments.feed")
 

@@ -44,7 +44,9 @@ from typing import Any
 from storage.base.errors import InvalidInput, StorageError, WriteConflict
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
-from storage.batch import BATCH_GET_MAX, batch_get_items
+from storage.engine.batch import BATCH_GET_MAX, batch_get_items
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.import_lines import (
     LINE_MAX_BYTES,
     ImportRecord,
@@ -56,8 +58,6 @@ from storage.import_lines import (
 from storage.model import keys
 from storage.model.comments import Status
 from storage.model.items import comment_to_item
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes import counters, limits
 from storage.writes.transaction import MAX_WRITE_CALLS, CallBudget, Cancellation, Part, transact
 

@@ -1,4 +1,4 @@
-"""The leaderboard read (AP11) over the table's shards, and the read of its layout.
+"""The leaderboard read (AP11) over the table's shards.
 
 A read queries the ``first`` highest entries of every shard at once and merges them, most
 first (``merge_leaders``). Which shards comes from the layout this process remembers; after
@@ -21,14 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storage.base.errors import InvalidPageRequest, StorageUnavailable
-from storage.base.expressions import Attr, get_request, query_request
+from storage.base.expressions import Attr, query_request
 from storage.base.types import Item, Response
+from storage.engine.leaderboard_layout import known_layout, read_layout
+from storage.engine.retry import gather_reads
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.indexes import Index
-from storage.model.leaderboard import LAYOUT_KEY, MAX_SHARDS, LeaderLayout, layout_of
+from storage.model.leaderboard import MAX_SHARDS
 from storage.model.stats import LEADER_ATTR, LEADER_SORT_ATTR
-from storage.retry import gather_reads
-from storage.table import TableRef
 
 # How many leaderboard entries one request may ask for, and how many it gets by default.
 LEADERBOARD_MAX = 100
@@ -46,20 +47,6 @@ LEADERBOARD_CALLS = 1 + LAYOUT_ATTEMPTS * (2 * MAX_SHARDS + 1)
 class LeaderEntry:
     product_id: str
     five_star_count: int
-
-
-async def read_layout(table: TableRef) -> LeaderLayout:
-    """The layout as recorded now (strongly consistent), remembered by this process."""
-    response = await table.client.get_item(**get_request(table.name, LAYOUT_KEY, consistent=True))
-    layout = layout_of(response.get("Item"))
-    table.leader_layout.known = layout
-    return layout
-
-
-async def known_layout(table: TableRef) -> LeaderLayout:
-    """The layout this process remembers, read once when it has none."""
-    known = table.leader_layout.known
-    return known if known is not None else await read_layout(table)
 
 
 async def leaderboard(table: TableRef, first: int = LEADERBOARD_DEFAULT) -> list[LeaderEntry]:

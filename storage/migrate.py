@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from storage.backfill import Backfill, backfill_helpful_keys
 from storage.base.errors import StorageUnavailable
+from storage.engine.table import TableRef
 from storage.model.indexes import STREAM_SPECIFICATION, Index, index_attributes, index_definition
-from storage.table import TableRef
 
 Progress = Callable[[str], None]
 

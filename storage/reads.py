@@ -7,11 +7,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from storage import metering
 from storage.base.errors import InvalidPageRequest
 from storage.base.expressions import Attr, get_request, query_request
 from storage.base.types import Response
-from storage.batch import batch_get_items
+from storage.engine import metering
+from storage.engine.batch import batch_get_items
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff, gather_reads
+from storage.engine.table import TableRef
 from storage.executor import Page, execute
 from storage.model import keys
 from storage.model.comments import Comment, ListingFilter, Order, PageRequest, RatingCounts
@@ -42,9 +44,7 @@ from storage.planner import (
     plan_queue,
     plan_unfiltered,
 )
-from storage.retry import DEFAULT_BACKOFF, Backoff, gather_reads
 from storage.snapshots import HeadKey, PlanMemory
-from storage.table import TableRef
 
 
 async def get_counts(table: TableRef, product_id: str, language: str | None) -> RatingCounts:
@@ -82,7 +82,7 @@ async def batch_get_comments(
     read_units: dict[str, float] | None = None,
 ) -> list[Comment | None]:
     """Comments by id in the order asked, None for ids that do not exist; ``read_units``
-    receives the capacity each comment found took to read (``storage.metering``)."""
+    receives the capacity each comment found took to read (``storage.engine.metering``)."""
     for cid in comment_ids:
         keys.validate_comment_id(cid)
     unique = list(dict.fromkeys(comment_ids))

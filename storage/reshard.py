@@ -30,7 +30,8 @@ from typing import Any
 from storage.base.errors import ConditionFailed, StorageUnavailable
 from storage.base.expressions import Attr, Update, check_request, get_request, put_request
 from storage.base.types import Item
-from storage.leaders import read_layout
+from storage.engine.leaderboard_layout import read_layout
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.leaderboard import (
     LAYOUT_KEY,
@@ -40,7 +41,6 @@ from storage.model.leaderboard import (
     validate_shards,
 )
 from storage.model.stats import FIVE_ATTR, LEADER_ATTR
-from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Part, transact
 
 PAGE_ITEMS = 500

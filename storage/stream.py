@@ -32,8 +32,8 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from storage.base.types import Item
+from storage.engine.table import TableRef
 from storage.model.indexes import STREAM_SPECIFICATION
-from storage.table import TableRef
 
 ChangeKind = Literal["INSERT", "MODIFY", "REMOVE"]
 

@@ -22,7 +22,8 @@ from typing import Any
 from storage.base.errors import ConditionFailed
 from storage.base.expressions import Attr, Update, check_request, put_request
 from storage.base.types import Item, Response
-from storage.leaders import read_layout
+from storage.engine.leaderboard_layout import read_layout
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Status, Vote
 from storage.model.indexes import HELPFUL_SORT_KEY
@@ -52,7 +53,6 @@ from storage.model.stats import (
     stats_key,
     unchanged_since,
 )
-from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Part, transact
 
 # A count item's key: (author partition, PRODUCT#<product>) for an author's comments on a

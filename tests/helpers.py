@@ -12,8 +12,11 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from storage.base.types import DynamoClient, Response
-from storage.client import ClientSettings, open_client
 from storage.cursor import Ordering, decode_cursor, encode_cursor
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.retry import Backoff
+from storage.engine.table import TableRef, create_table
+from storage.engine.wrapping import ClientWrapper
 from storage.executor import Page
 from storage.model.comments import (
     Comment,
@@ -26,9 +29,6 @@ from storage.model.comments import (
     Status,
 )
 from storage.reads import get_counts, read_listing
-from storage.retry import Backoff
-from storage.table import TableRef, create_table
-from storage.wrapping import ClientWrapper
 from storage.writes import create_comment
 
 FAST = Backoff(attempts=8, base=0.002, cap=0.05)
@@ -206,7 +206,7 @@ async def recount(table: TableRef, product_id: str) -> dict[str | None, list[int
 async def assert_counters_exact(table: TableRef, product_id: str) -> None:
     """Counters of every scope (verified ones too) and the leaderboard entry equal a recount
     from the comments."""
-    from storage.leaders import read_layout
+    from storage.engine.leaderboard_layout import read_layout
     from storage.model import keys
     from storage.reads import get_counts
 

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.capacity import CapacityProbe, index_writes, item_size, write_units
 from storage.base.types import Item
-from storage.table import TableRef
+from storage.engine.table import TableRef
 
 
 @pytest.mark.parametrize(

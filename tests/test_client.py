@@ -11,16 +11,16 @@ from aiobotocore.parsers import AioJSONParser
 from aiobotocore.session import AioSession
 
 from server.local_engine import LocalEngine
-from storage.client import (
+from storage.engine.client import (
     USER_AGENT,
     ClientSettings,
     _WireAttributeParser,
     client_config_options,
     open_client,
 )
+from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.reads import list_comments
-from storage.table import TableRef
 from storage.writes import create_comment
 
 ITEM = {

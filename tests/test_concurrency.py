@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from storage.base.errors import CommentNotFound, StorageUnavailable, WriteConflict
+from storage.engine.retry import Backoff
+from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.reads import batch_get_counts, get_counts, list_comments
-from storage.retry import Backoff
-from storage.table import TableRef
 from storage.writes import create_comment, delete_comment, get_comment
 from tests.helpers import (
     FAST,

@@ -1,4 +1,4 @@
-"""AWS's transaction conflicts (storage.conflicts) over an engine that has none: overlapping
+"""AWS's transaction conflicts (storage.engine.conflicts) over an engine that has none: overlapping
 writes of one item fail as on AWS, the others pass, and attempts are counted per item."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from storage.base import errors
 from storage.base.types import Item, Response
-from storage.conflicts import AwsConflicts, item_key
-from storage.table import TableRef
+from storage.engine.conflicts import AwsConflicts, item_key
+from storage.engine.table import TableRef
 
 TABLE = "t"
 

@@ -21,11 +21,11 @@ from schema.cost import (
 )
 from storage.base.errors import CallBudgetExceeded
 from storage.base.types import Response
+from storage.engine.metering import Meter
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
 from storage.leaders import LEADERBOARD_CALLS
-from storage.metering import Meter
 from storage.model.comments import NewComment
-from storage.table import TableRef
-from storage.wrapping import ClientWrapper
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, stamp
 

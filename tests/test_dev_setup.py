@@ -16,7 +16,7 @@ from reliability.live import live_server
 from server.local_engine import LocalEngine
 from server.runtime import local_url
 from server.settings import DEV_CORS_ORIGINS, Settings
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 
 ROOT = Path(__file__).resolve().parent.parent

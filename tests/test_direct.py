@@ -1,4 +1,4 @@
-"""The short way of the hot reads (storage.direct): botocore's signature, botocore's answers,
+"""The short way of the hot reads (storage.engine.direct): botocore's signature, botocore's answers,
 botocore's errors and retries."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from botocore.exceptions import EndpointConnectionError as EngineUnreachable
 from server.local_engine import LocalEngine
 from storage.base.errors import EngineFault, TableMissing, Throttled
 from storage.base.types import Response
-from storage.client import ClientSettings, open_client
-from storage.direct import OPERATIONS, Credentials, DirectReads, SigV4, Target
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.direct import OPERATIONS, Credentials, DirectReads, SigV4, Target
+from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.reads import batch_get_counts, list_comments
-from storage.table import TableRef
 from storage.writes import create_comment
 
 CONTENT_TYPE = "application/x-amz-json-1.0"

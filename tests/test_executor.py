@@ -7,12 +7,12 @@ from graphql import parse
 
 from schema import build_schema
 from schema.cost import estimate
+from storage.engine.metering import Meter, MeteredClient
+from storage.engine.table import TableRef
 from storage.executor import execute
-from storage.metering import Meter, MeteredClient
 from storage.model.comments import Direction, ListingFilter, NewComment, Order, PageRequest
 from storage.planner import plan_listing
 from storage.reads import get_counts, list_comments
-from storage.table import TableRef
 from storage.writes import create_comment
 from tests.helpers import create_many, oracle, stamp
 

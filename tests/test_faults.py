@@ -15,9 +15,9 @@ import pytest
 from reliability.proxy import Fault, FaultProxy
 from server.local_engine import LocalEngine
 from storage.base.types import DynamoClient
-from storage.client import ClientSettings, open_client
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
 from storage.model.comments import NewComment
-from storage.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, own_table, stamp

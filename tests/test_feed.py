@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.base.types import Item, Response
+from storage.engine.table import TableRef
 from storage.events import EventKind, Listing
 from storage.feed import Ended, Feed, Subscription, TooManySubscribers
 from storage.model.comments import Comment, RatingCounts, Status
@@ -22,7 +23,6 @@ from storage.model.items import comment_key, comment_to_item
 from storage.model.stats import stats_key
 from storage.snapshots import PlanMemory
 from storage.stream import Change, ChangeKind
-from storage.table import TableRef
 
 IDS = [f"{n:032x}" for n in range(1, 7)]
 LISTINGS = [

@@ -13,7 +13,7 @@ from reliability.fuzz import check_response, fuzz
 from reliability.live import ROOT, LiveServer, live_server
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from storage.verify import verify
 from tests.api_helpers import SECRET
 from tests.helpers import own_table

@@ -14,7 +14,7 @@ import pytest
 
 from reliability.live import live_server
 from server.local_engine import LocalEngine
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table
 

@@ -21,7 +21,7 @@ from server.app import create_app
 from server.graphiql import ASSETS, GraphiQLPage
 from server.runtime import DevTokens
 from server.settings import Settings
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
 
 ROOT = Path(__file__).resolve().parent.parent

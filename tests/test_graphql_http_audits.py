@@ -12,7 +12,7 @@ import pytest
 
 from reliability.live import ROOT, LiveServer, live_server
 from server.local_engine import LocalEngine
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 
 SCRIPT = ROOT / "tools" / "graphql-http" / "audit.cjs"

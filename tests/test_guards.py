@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from reliability.live import LiveServer, live_server
 from server.local_engine import LocalEngine
 from server.settings import Settings
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
 
 INTROSPECT = "{ __schema { queryType { name } } }"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from storage.base.errors import StorageUnavailable
-from storage.health import ping
-from storage.table import TableRef
+from storage.engine.health import ping
+from storage.engine.table import TableRef
 from tests.api_helpers import running_api
 from tests.helpers import FaultyClient, client_error
 

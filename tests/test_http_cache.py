@@ -18,8 +18,8 @@ import pytest
 
 from server.http_cache import CachePolicy, none_match, strong_etag
 from server.settings import Settings
+from storage.engine.table import TableRef
 from storage.model.comments import NewComment
-from storage.table import TableRef
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, stamp
 

@@ -19,6 +19,8 @@ from server.cli import main as cli_main
 from server.local_engine import LocalEngine
 from storage.base.errors import InvalidInput, StorageUnavailable
 from storage.base.types import DynamoClient, Response
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
 from storage.import_lines import FUTURE_SKEW
 from storage.imports import (
     LINE_MAX_BYTES,
@@ -34,9 +36,7 @@ from storage.model import keys
 from storage.model.comments import BODY_MAX, TITLE_MAX, NewComment, Status
 from storage.model.leaderboard import LeaderLayout
 from storage.reads import author_total, get_counts, last_commented_at, queue_length
-from storage.table import TableRef
 from storage.verify import scan_pages, verify
-from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, delete_comment, get_comment
 from storage.writes.counters import FiveStars
 from storage.writes.moderate import Decision, moderate_comment

@@ -37,7 +37,7 @@ from server.app import create_app
 from server.jwks import FetchLimits, KeyStore
 from server.runtime import open_worker, prepare
 from server.settings import Settings
-from storage.table import TableRef
+from storage.engine.table import TableRef
 
 ISSUER = "https://login.shop.example/"
 AUDIENCE = "comments-api"

@@ -14,7 +14,10 @@ import pytest
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
 from storage.bulk import load_new_products
-from storage.leaders import LeaderEntry, leaderboard, merge_leaders, read_layout
+from storage.engine.leaderboard_layout import read_layout
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
+from storage.leaders import LeaderEntry, leaderboard, merge_leaders
 from storage.model import keys
 from storage.model.comments import Comment, NewComment
 from storage.model.leaderboard import (
@@ -28,9 +31,7 @@ from storage.model.leaderboard import (
     validate_shards,
 )
 from storage.reshard import reshard_leaders
-from storage.table import TableRef
 from storage.verify import repair, verify
-from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, delete_comment
 from tests.helpers import FAST, own_table
 

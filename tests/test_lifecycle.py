@@ -13,6 +13,8 @@ import pytest
 from resolvers.auth import mint
 from storage.base.errors import NoReply, NotAuthor, NotPublished, OwnComment, RevisedSinceReview
 from storage.base.types import Response
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.comments import ListingFilter, ModerationMode, NewComment, PageRequest, Status
 from storage.model.indexes import Index
@@ -24,9 +26,7 @@ from storage.reads import (
     moderation_queue,
     queue_length,
 )
-from storage.table import TableRef
 from storage.verify import verify
-from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment

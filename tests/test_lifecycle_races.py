@@ -45,6 +45,8 @@ from storage.base.errors import (
     OwnComment,
     StorageError,
 )
+from storage.engine.retry import Backoff
+from storage.engine.table import TableRef
 from storage.executor import Page
 from storage.leaders import leaderboard
 from storage.model import keys
@@ -63,8 +65,6 @@ from storage.model.comments import (
 )
 from storage.model.items import VOTE_ATTR, is_comment_item, item_to_comment
 from storage.reads import author_comments, get_counts, last_commented_at, moderation_queue
-from storage.retry import Backoff
-from storage.table import TableRef
 from storage.verify import scan_pages, verify
 from storage.writes import create_comment, delete_comment
 from storage.writes.create import CreateResult

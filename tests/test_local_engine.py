@@ -18,7 +18,7 @@ import pytest
 from server import local_engine
 from server.local_engine import EngineError, LocalEngine
 from server.loopback import listening_sockets, parse_listening
-from storage.client import is_local_endpoint
+from storage.engine.client import is_local_endpoint
 from tests import netns_probe
 
 

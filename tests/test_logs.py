@@ -13,7 +13,7 @@ import httpx
 from reliability.live import live_server
 from server.local_engine import LocalEngine
 from server.logs import JsonFormatter
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 
 STATS = 'query ProductStats { product(productId: "logs-none") { stats { total } } }'

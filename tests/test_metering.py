@@ -7,9 +7,9 @@ import uuid
 from typing import Any
 
 from storage.base.types import Response
-from storage.metering import Meter, MeteredClient, call_figures, item_bytes, read_units
-from storage.table import TableRef
-from storage.wrapping import ClientWrapper
+from storage.engine.metering import Meter, MeteredClient, call_figures, item_bytes, read_units
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
 
 
 class Slow(ClientWrapper):

@@ -22,7 +22,7 @@ from server.local_engine import free_port
 from server.metrics import OPERATION_NAME, BoundedLabel
 from server.persisted import sha256_hex
 from server.settings import Settings
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 
 ROOT = Path(__file__).resolve().parent.parent

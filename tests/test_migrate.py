@@ -26,7 +26,9 @@ from server.local_engine import LocalEngine
 from storage.backfill import backfill_helpful_keys
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
-from storage.client import ClientSettings, open_client
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef, create_table
+from storage.engine.wrapping import ClientWrapper
 from storage.migrate import migrate
 from storage.model import keys
 from storage.model.comments import (
@@ -41,9 +43,7 @@ from storage.model.comments import (
 )
 from storage.model.indexes import LISTING_INDEXES, Index, table_definition
 from storage.reads import author_comments, get_counts, list_comments, moderation_queue
-from storage.table import TableRef, create_table
 from storage.verify import verify
-from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment

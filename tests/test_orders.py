@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from resolvers.auth import mint
+from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, NewComment, Order, Vote
-from storage.table import TableRef
 from storage.writes import create_comment
 from storage.writes.votes import vote_helpful
 from tests.api_helpers import SECRET, Api

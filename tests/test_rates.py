@@ -11,9 +11,9 @@ import pytest
 
 from server.local_engine import LocalEngine
 from storage.base.errors import WriteRateLimited
-from storage.client import ClientSettings, open_client
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
 from storage.model import keys
-from storage.table import TableRef
 from storage.writes import NO_LIMITS, WriteLimits
 from storage.writes.rates import (
     DEFAULT_RATES,

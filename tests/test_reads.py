@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from storage.base.errors import CommentNotFound, InvalidProductId, NotAuthor
+from storage.engine.table import TableRef, create_table
 from storage.leaders import leaderboard
 from storage.model import keys
 from storage.model.comments import (
@@ -25,7 +26,6 @@ from storage.reads import (
     last_commented_at,
     list_comments,
 )
-from storage.table import TableRef, create_table
 from storage.writes import create_comment, delete_comment, get_comment
 from tests.helpers import create_many, oracle, own_product_id, own_table, seed_mixed, stamp, walk
 

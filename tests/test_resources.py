@@ -21,8 +21,8 @@ import pytest
 
 from reliability.live import LiveServer, live_server, rss_bytes
 from server.local_engine import LocalEngine
+from storage.engine.table import TableRef
 from storage.model.comments import NewComment
-from storage.table import TableRef
 from tests.api_helpers import SECRET
 from tests.helpers import create_many, own_table, stamp
 

@@ -1,4 +1,4 @@
-"""The seam (storage.seam): every engine failure leaves storage as one of its own errors."""
+"""The seam (storage.engine.seam): every engine failure leaves storage as one of its own errors."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeou
 
 from storage.base import errors
 from storage.base.types import Response
+from storage.engine.seam import EngineSeam, at_seam
+from storage.engine.table import TableRef, create_table
 from storage.leaders import leaderboard
 from storage.reads import batch_get_counts
-from storage.seam import EngineSeam, at_seam
-from storage.table import TableRef, create_table
 from storage.verify import scan_pages
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.bulk import load_new_products
+from storage.engine.table import TableRef, create_table
 from storage.executor import Page
 from storage.model.comments import (
     Comment,
@@ -24,7 +25,6 @@ from storage.model.comments import (
 from storage.planner import Strategy, head_limits, plan_holds, plan_listing
 from storage.reads import get_counts, read_listing
 from storage.snapshots import MAX_HEAD, Head, HeadKey, PlanMemory, version_of
-from storage.table import TableRef, create_table
 from storage.writes import create_comment, delete_comment
 from tests.helpers import FAST, oracle, stamp, walk
 

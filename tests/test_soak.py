@@ -17,9 +17,9 @@ from reliability.live import LiveServer, live_server
 from reliability.soak import ENGINE_WINDOW, Driver, Losses, SoakReport, losses, snapshot
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
-from storage.client import ClientSettings, open_client
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef, create_table
 from storage.model.comments import NewComment
-from storage.table import TableRef, create_table
 from storage.verify import verify
 from tests.api_helpers import SECRET
 from tests.helpers import create_many, stamp

@@ -21,8 +21,8 @@ from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
 from server.persisted import sha256_hex
-from storage.client import ClientSettings, open_client
-from storage.table import create_table
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import create_table
 from tests.api_helpers import SECRET
 
 pytestmark = pytest.mark.engine

@@ -14,7 +14,7 @@ from opentelemetry.trace import SpanKind
 from server.app import create_app
 from server.settings import Settings
 from server.tracing import Tracing
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

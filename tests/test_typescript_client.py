@@ -18,7 +18,7 @@ import pytest
 
 from reliability.live import ROOT, LiveServer, live_server
 from server.local_engine import LocalEngine
-from storage.table import TableRef, create_table
+from storage.engine.table import TableRef, create_table
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table
 

@@ -12,7 +12,7 @@ import pytest
 from strawberry import relay
 
 from resolvers.auth import mint
-from storage.table import TableRef
+from storage.engine.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
 from tests.helpers import own_product_id, own_table
 

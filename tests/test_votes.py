@@ -12,15 +12,15 @@ import pytest
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.base.expressions import Attr, delete_request, put_request
 from storage.base.types import DynamoClient, Response
-from storage.conflicts import AwsConflicts, item_key
+from storage.engine.conflicts import AwsConflicts, item_key
+from storage.engine.retry import Backoff
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.comments import ModerationMode, NewComment, Vote
 from storage.model.indexes import HELPFUL_SORT_KEY
 from storage.model.items import comment_key
-from storage.retry import Backoff
-from storage.table import TableRef
 from storage.verify import repair, verify
-from storage.wrapping import ClientWrapper
 from storage.writes import create_comment, get_comment
 from storage.writes.ballots import VoteLanes, vote_key
 from storage.writes.children import has_children

@@ -18,15 +18,15 @@ from storage.base.errors import (
 )
 from storage.base.expressions import Update
 from storage.base.types import DynamoClient, Response
-from storage.leaders import read_layout
+from storage.engine.leaderboard_layout import read_layout
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.model.items import comment_key
 from storage.model.stats import stats_key
 from storage.reads import get_counts, list_comments
-from storage.table import TableRef
 from storage.verify import verify
-from storage.wrapping import ClientWrapper
 from storage.writes import WriteLimits, create_comment, delete_comment, get_comment
 from storage.writes.counters import FiveStars, Move, parts
 from storage.writes.state import read_stored

@@ -35,7 +35,7 @@ Every error this package raises on purpose derives from ``StorageError``::
             ├── TableMissing         the table or an index does not exist
             └── TableInUse           the table exists already, or is being changed
 
-Engine errors become these in one place, ``storage.seam``, which chains the original
+Engine errors become these in one place, ``storage.engine.seam``, which chains the original
 (``raise ... from exc``) so logs keep the AWS error code, while the message of the storage
 error itself never carries engine details. ``ConditionFailed`` and ``TransactionCancelled``
 are outcomes the write path reads and acts on; reaching a caller, they are a bug.

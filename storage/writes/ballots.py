@@ -67,6 +67,8 @@ from storage.base.errors import (
 from storage.base.expressions import Attr, Condition, Update, delete_request, put_request
 from storage.base.lanes import Lane, Lanes
 from storage.base.types import Item
+from storage.engine.retry import Backoff
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Status, Vote
 from storage.model.indexes import HELPFUL_SORT_KEY
@@ -79,8 +81,6 @@ from storage.model.items import (
     comment_key,
     item_to_comment,
 )
-from storage.retry import Backoff
-from storage.table import TableRef
 from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget, Cancellation, Part, transact
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from storage.base.expressions import Attr, query_request
-from storage.batch import BATCH_WRITE_MAX, batch_write
+from storage.engine.batch import BATCH_WRITE_MAX, batch_write
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 
 
 def has_children(c: Comment) -> bool:

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 from storage.base.errors import CounterInvariantBroken
 from storage.base.expressions import Attr, Update, check_request, get_request
-from storage.leaders import known_layout
+from storage.engine.leaderboard_layout import known_layout
+from storage.engine.table import TableRef
 from storage.model import keys, stats
 from storage.model.comments import Comment, Status
 from storage.model.items import QUEUE_COUNT_ATTR, number, queue_count_key
 from storage.model.leaderboard import LAYOUT_KEY, LeaderLayout, layout_of
-from storage.table import TableRef
 from storage.writes.transaction import CallBudget, Cancellation, Part
 
 FIVE = stats.FIVE_ATTR

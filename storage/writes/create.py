@@ -10,11 +10,11 @@ from datetime import datetime
 from storage.base.clock import utc_now
 from storage.base.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
 from storage.base.expressions import Attr, put_request
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, ModerationMode, NewComment
 from storage.model.items import comment_to_item
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes import counters, idempotency, limits
 from storage.writes.transaction import CallBudget, Part, transact
 

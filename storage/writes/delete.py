@@ -8,9 +8,9 @@ from __future__ import annotations
 from contextlib import suppress
 
 from storage.base.errors import CommentNotFound, NotAuthor, StorageError
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model.comments import Comment
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes import limits
 from storage.writes.children import has_children, remove_children
 from storage.writes.state import Stored

@@ -25,10 +25,10 @@ from datetime import datetime, timedelta
 from storage.base.errors import IdempotencyKeyReused
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, NewComment, Status
 from storage.model.items import EXPIRES_ATTR, number
-from storage.table import TableRef
 from storage.writes.transaction import Part
 
 RETENTION = timedelta(hours=24)

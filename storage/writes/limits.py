@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from storage.base.expressions import Attr, Update
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.items import EXPIRES_ATTR, SLOT_COUNT_ATTR
-from storage.table import TableRef
 from storage.writes.rates import DEFAULT_RATES, NO_RATES, WriteRates
 from storage.writes.transaction import Part
 

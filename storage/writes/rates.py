@@ -36,9 +36,9 @@ from storage.base.clock import utc_now
 from storage.base.errors import ConditionFailed, StorageError, WriteRateLimited
 from storage.base.expressions import Attr, Update
 from storage.base.types import Item
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.items import EXPIRES_ATTR
-from storage.table import TableRef
 
 # Seconds of one window; limits are per hour.
 WINDOW = 3600

@@ -10,10 +10,10 @@ from datetime import datetime
 
 from storage.base.clock import utc_now
 from storage.base.errors import NoReply, NotPublished
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Reply, clean_author_name, clean_reply
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes.state import Stored
 from storage.writes.transition import Change, apply
 

@@ -20,11 +20,11 @@ from storage.base.errors import (
 )
 from storage.base.expressions import Attr, put_request
 from storage.base.types import Item
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import REPORT_REASONS, Comment, Status, clean_note
 from storage.model.items import EXPIRES_ATTR
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import Part
 from storage.writes.transition import Change, apply

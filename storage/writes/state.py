@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from storage.base.expressions import Attr, Condition, all_of
 from storage.base.types import Item
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment
 from storage.model.items import VERSION_ATTR, comment_key, holds_slot, item_to_comment, item_version
-from storage.table import TableRef
 from storage.writes.transaction import CallBudget
 
 

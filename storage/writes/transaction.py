@@ -15,7 +15,7 @@ from storage.base.errors import (
     WriteConflict,
 )
 from storage.base.types import Item
-from storage.table import TableRef
+from storage.engine.table import TableRef
 
 # Storage calls one create or delete may make, every read and retry included. The GraphQL
 # cost model prices a mutation at this many points, so it must stay a true bound. 32 lets

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 from storage.base.errors import CommentNotFound, StorageError, WriteConflict
 from storage.base.expressions import delete_request, put_request
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment
 from storage.model.items import comment_key, comment_to_item
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes import counters
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import CallBudget, Part, transact

@@ -34,12 +34,12 @@ from datetime import datetime
 from storage.base.clock import utc_now
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment, WriteConflict
 from storage.base.expressions import get_request
-from storage.batch import batch_get_items
+from storage.engine.batch import batch_get_items
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Vote
 from storage.model.items import VOTE_ATTR, comment_key
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
 from storage.writes.ballots import Ballot, Moved, cast, vote_key
 from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget

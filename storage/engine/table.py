@@ -10,9 +10,9 @@ from typing import TypeVar, cast
 from storage.base.errors import StorageUnavailable, TableInUse
 from storage.base.locks import KeyedLocks
 from storage.base.types import DynamoClient
+from storage.engine.seam import at_seam
 from storage.model.indexes import TTL_ATTR, Index, table_definition, validate_table_name
 from storage.model.leaderboard import LayoutMemory
-from storage.seam import at_seam
 
 M = TypeVar("M")
 
@@ -34,7 +34,7 @@ class TableRef:
     waiting for their comment's next transaction (``VoteLanes``). Each concern reaches its
     own through ``memory``; one made with settings is given at construction (``keep``).
 
-    The client is put behind the seam (``storage.seam``) on creation: every call storage
+    The client is put behind the seam (``storage.engine.seam``) on creation: every call storage
     makes goes through ``table.client``, so every engine failure leaves as a storage error.
     """
 

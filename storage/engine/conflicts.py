@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError
 
 from storage.base.errors import ConditionFailed, TransactionCancelled
 from storage.base.types import DynamoClient, Item, Response
-from storage.wrapping import ClientWrapper
+from storage.engine.wrapping import ClientWrapper
 
 # An item, by table and key.
 ItemKey = tuple[str, str, str]

@@ -11,8 +11,8 @@ from typing import Any
 from storage.base.errors import StorageUnavailable
 from storage.base.expressions import Placeholders
 from storage.base.types import Item
-from storage.retry import DEFAULT_BACKOFF, Backoff
-from storage.table import TableRef
+from storage.engine.retry import DEFAULT_BACKOFF, Backoff
+from storage.engine.table import TableRef
 
 # DynamoDB's limits of keys per BatchGetItem and of requests per BatchWriteItem.
 BATCH_GET_MAX = 100

@@ -18,7 +18,7 @@ from aiobotocore.session import AioSession
 from botocore.config import Config
 
 from storage.base.types import DynamoClient
-from storage.direct import DirectReads
+from storage.engine.direct import DirectReads
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class ClientSettings:
     # A User-Agent made once per client (botocore's Config.user_agent) instead of one that
     # botocore assembles and sanitises from about forty parts, twice per call.
     static_user_agent: bool = True
-    # Query, GetItem and BatchGetItem without botocore's per-call machinery (storage.direct).
+    # Query, GetItem and BatchGetItem without botocore's per-call machinery (storage.engine.direct).
     direct_reads: bool = True
 
 

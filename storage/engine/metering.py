@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from storage.base.errors import CallBudgetExceeded
 from storage.base.types import DynamoClient, Item, Response
-from storage.wrapping import ClientWrapper
+from storage.engine.wrapping import ClientWrapper
 
 _CAPACITY_CALLS = frozenset(
     {

@@ -27,7 +27,7 @@ from storage.base.errors import (
     TransactionCancelled,
 )
 from storage.base.types import DynamoClient, Response
-from storage.wrapping import ClientWrapper
+from storage.engine.wrapping import ClientWrapper
 
 # What an engine call can fail with below the seam, besides the service's own answers
 # (ClientError): botocore's failures (endpoint, credentials, retries exhausted), the

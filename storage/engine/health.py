@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage.table import TableRef
+from storage.engine.table import TableRef
 
 # A key no item has: reading it proves the table answers, at the cost of any missing item.
 PING_KEY = {"PK": {"S": "HEALTH"}, "SK": {"S": "HEALTH"}}

@@ -13,12 +13,12 @@ three reads every page makes go a shorter way when ``ClientSettings.direct_reads
 - the request goes over the aiobotocore client's own HTTP session: its connection pool,
   timeouts, proxies and the exceptions it raises;
 - a clean answer (2xx, CRC32 as sent) is handed over as decoded, which is what the
-  attribute pass-through parser of ``storage.client`` gives.
+  attribute pass-through parser of ``storage.engine.client`` gives.
 
 Everything else goes back to botocore's machinery on the same client: its retry handler
 decides whether and when to retry (standard mode, the same retry quota), its parser reads
 error answers, and errors are raised as the client's own exception classes, so
-``storage.seam`` maps them exactly as before. A call the short way cannot make as botocore
+``storage.engine.seam`` maps them exactly as before. A call the short way cannot make as botocore
 would (no credentials, another signature version, an endpoint with headers or another auth
 scheme, a table given by ARN, an event handler this path does not know of) goes the long
 way.
@@ -44,7 +44,7 @@ from botocore.handlers import add_recursion_detection_header
 from botocore.utils import is_valid_ipv6_endpoint_url, normalize_url_path
 
 from storage.base.types import Response
-from storage.wrapping import ClientWrapper
+from storage.engine.wrapping import ClientWrapper
 
 # Client method names and the operations they send.
 OPERATIONS = {"query": "Query", "get_item": "GetItem", "batch_get_item": "BatchGetItem"}
