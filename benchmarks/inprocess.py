@@ -13,11 +13,11 @@ from benchmarks.baselines import BaselinePage, blog_fan_out, naive_filter
 from resolvers.auth import TokenRules
 from resolvers.context import make_context
 from schema import build_schema
-from storage.cursor import encode_cursor
 from storage.engine.table import TableRef
-from storage.executor import Page
 from storage.model.comments import Direction, ListingFilter, PageRequest, RatingCounts
-from storage.reads import get_counts, list_comments, read_listing
+from storage.reads.cursor import encode_cursor
+from storage.reads.executor import Page
+from storage.reads.reader import get_counts, list_comments, read_listing
 
 QUERY = """
 query($pid: ID!, $language: String, $ratings: [Int!], $first: Int, $after: String,
@@ -294,9 +294,9 @@ async def headroom_sweep(
     table: TableRef, walks: list[Kind], pages: int, zs: list[float]
 ) -> list[dict[str, Any]]:
     """The multi-rating walks at several head-room values: reads against rounds and time."""
-    from storage.executor import execute
-    from storage.planner import Tuning, plan_listing
-    from storage.reads import get_counts
+    from storage.reads.executor import execute
+    from storage.reads.planner import Tuning, plan_listing
+    from storage.reads.reader import get_counts
 
     rows = []
     for z in zs:

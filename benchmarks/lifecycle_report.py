@@ -16,7 +16,7 @@ page's calls as DynamoDB Local reports it (ours includes its stats read, 0.5); `
 query rounds)."""
 
 BASELINES = """\
-- **ours**: `storage.reads.list_comments` with `verifiedOnly`: the stats read, then the
+- **ours**: `storage.reads.reader.list_comments` with `verifiedOnly`: the stats read, then the
   plan over the verified indexes (`verifiedByRating`, or `verifiedByLangAndRating` with a
   language): one partition per rating the verified counters do not show empty, each
   with a limit proportioned to its share of the page, topped up only where the merge runs

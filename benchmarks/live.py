@@ -42,8 +42,8 @@ from server.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client, open_streams_client
 from storage.engine.table import TableRef, create_table
 from storage.feed import Feed
-from storage.reads import batch_get_counts
-from storage.snapshots import PlanMemory
+from storage.reads.reader import batch_get_counts
+from storage.reads.snapshots import PlanMemory
 from storage.stream import StreamFollower, stream_arn
 
 TABLE = "live_bench"

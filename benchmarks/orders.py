@@ -8,7 +8,7 @@ ratings, skewed languages, 30 % verified, helpful counts with many ties: most ze
 in the dozens). For every order x filter it walks ten pages of 20 from page 1 and ten from
 page 500 with two readers, which must both return the brute-force answer:
 
-- ours: ``storage.reads.list_comments`` with the order (its stats read counted);
+- ours: ``storage.reads.reader.list_comments`` with the order (its stats read counted);
 - filtered: the obvious alternative, one query on the order's broad index (the product's
   partition, newest or most-helpful first; for the rating orders, the product's rating
   partitions one after another, as there is no index sorted by rating) with a
@@ -49,8 +49,8 @@ from storage.model import keys
 from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
 from storage.model.indexes import Index
 from storage.model.items import VERIFIED_ATTR, item_to_comment
-from storage.planner import needs_stats
-from storage.reads import list_comments
+from storage.reads.planner import needs_stats
+from storage.reads.reader import list_comments
 
 PAGE = 20
 PRODUCT = "orders-60k"

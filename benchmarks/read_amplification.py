@@ -6,7 +6,7 @@ Starts an in-memory DynamoDB Local, writes one product's comments through the re
 path (J-shaped ratings, skewed languages, timestamps over three years), then walks the first
 ``--pages`` pages of every 2-, 3- and 4-rating filter with page size 20, both ways:
 
-- ours: ``storage.reads.list_comments`` (stats-guided limits, top-ups only where needed);
+- ours: ``storage.reads.reader.list_comments`` (stats-guided limits, top-ups only where needed);
 - the blog's fan-out: one query per requested rating with Limit = page size, merged, the
   same keyset cursor (so only the read budget differs).
 
@@ -35,7 +35,7 @@ from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.model import keys
 from storage.model.comments import Direction, ListingFilter, NewComment, PageRequest
-from storage.reads import get_counts, list_comments
+from storage.reads.reader import get_counts, list_comments
 from storage.writes import create_comment
 
 PAGE = 20

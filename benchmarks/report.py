@@ -29,7 +29,7 @@ def save_result(
 NOTES = [
     "- Rounds. A page planned from the counters (a rating or verified filter, a rating "
     "order) is planned from the process's snapshot of them while the counters themselves are "
-    "read in the same round as its queries (`storage/snapshots.py`); only the first request "
+    "read in the same round as its queries (`storage/reads/snapshots.py`); only the first request "
     "for a product in a process waits for them. A page read before under the same counters "
     "is sized from what the process saw there (its head): each partition is read for what "
     "the page takes from it plus one, so it completes in one round without head-room. A "

@@ -33,7 +33,7 @@ from server.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.model import keys
-from storage.reads import batch_get_counts
+from storage.reads.reader import batch_get_counts
 
 TABLE = "bench"
 

@@ -6,7 +6,7 @@ For each product and filter (verified only; with a language; with a rating set; 
 three readers walk the same pages of 20, from the first page and from a deep one, and must
 return the same comments, which must be the brute-force answer:
 
-- ours: ``storage.reads.list_comments`` (stats read, plan over the verified indexes);
+- ours: ``storage.reads.reader.list_comments`` (stats read, plan over the verified indexes);
 - the blog with a filter: ``baselines.blog_fan_out(verified_only=True)``;
 - a naive filter: ``baselines.naive_filter(verified_only=True)``.
 
@@ -31,7 +31,7 @@ from storage.base.types import DynamoClient
 from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, Direction, ListingFilter, PageRequest
-from storage.reads import list_comments
+from storage.reads.reader import list_comments
 
 PAGE = 20
 SHARES = {"verified-10": 0.10, "verified-50": 0.50}

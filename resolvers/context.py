@@ -18,7 +18,7 @@ from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef
 from storage.feed import Feed
 from storage.model.comments import ModerationMode
-from storage.planner import DEFAULT_TUNING, Tuning
+from storage.reads.planner import DEFAULT_TUNING, Tuning
 from storage.writes import DEFAULT_LIMITS, WriteLimits
 from storage.writes.reports import DEFAULT_THRESHOLD
 

@@ -13,7 +13,7 @@ from aiodataloader import DataLoader
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, RatingCounts, Vote
 from storage.model.stats import StatsScope
-from storage.reads import batch_get_comments, batch_get_counts, last_commented_at
+from storage.reads.reader import batch_get_comments, batch_get_counts, last_commented_at
 from storage.writes.votes import votes_of
 
 

@@ -5,8 +5,8 @@ so they live here, not in storage."""
 from __future__ import annotations
 
 from resolvers.errors import BadUserInput
-from storage.cursor import Ordering, decode_cursor
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Direction, PageRequest
+from storage.reads.cursor import Ordering, decode_cursor
 
 
 def page_size(

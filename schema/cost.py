@@ -73,7 +73,6 @@ from resolvers.pages import page_size
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
 from schema.viewer import KNOWN_ROLES
 from storage.base.errors import InvalidInput
-from storage.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.model import keys
 from storage.model.comments import (
     AUTHOR_MAX_BYTES,
@@ -84,6 +83,7 @@ from storage.model.comments import (
     REPORT_REASONS,
     TITLE_MAX_BYTES,
 )
+from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
 from storage.writes.rates import CHECK_CALLS
 
@@ -105,12 +105,12 @@ ITEM_BYTES_MAX = (
     + 4096
 )
 ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
-# A fan-out or filtered read: the first round, then the top-ups of storage.executor.
+# A fan-out or filtered read: the first round, then the top-ups of storage.reads.executor.
 ROUNDS = 2
 # Naming all five ratings is no filter, so a fan-out reads at most four partitions; a
 # verified-only read fans out over all five (the verified indexes are per rating).
 FAN_OUT_MAX = len(keys.RATINGS)
-# The longest leaderboard storage.leaders.leaderboard returns.
+# The longest leaderboard storage.reads.leaders.leaderboard returns.
 TOP_MAX = LEADERBOARD_MAX
 # Objects a response may hold by default (see the README: a page of 100 comments with
 # edges, nodes and each comment's product is about 400).

@@ -19,9 +19,9 @@ from schema.products.leaderboard import ProductRanking
 from schema.products.types import Product
 from schema.relay import decode_global_id
 from schema.viewer import Viewer
-from storage.leaders import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 from storage.model import keys
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
+from storage.reads.leaders import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 
 
 async def resolve_node(info: Info, value: str) -> Product | Comment | None:

@@ -14,9 +14,9 @@ from schema.comments.orders import CommentOrder
 from schema.comments.types import Comment
 from schema.context import Info
 from schema.products.types import RatingStats
-from storage.cursor import Ordering, encode_cursor, position_of
 from storage.events import EventKind
 from storage.feed import Delivery
+from storage.reads.cursor import Ordering, encode_cursor, position_of
 
 
 @strawberry.enum(description="What happened to a comment, as the subscriber's listing sees it.")

@@ -40,14 +40,14 @@ from server.settings import (
 )
 from storage.base.errors import StorageError
 from storage.bulk import load_new_products
-from storage.cursor import Ordering, encode_cursor
 from storage.engine.client import open_client
 from storage.engine.table import TableRef, create_table, ensure_ttl
 from storage.imports import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.migrate import migrate
 from storage.model.comments import ListingFilter, Order
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
-from storage.reads import list_comments
+from storage.reads.cursor import Ordering, encode_cursor
+from storage.reads.reader import list_comments
 from storage.reshard import reshard_leaders
 from storage.verify import Report, repair, verify
 

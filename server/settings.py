@@ -24,8 +24,8 @@ from server.secret_file import SECRET_MIN_BYTES, secret_from_file
 from storage.engine.client import ClientSettings
 from storage.feed import DEFAULT_QUEUE
 from storage.model.comments import ModerationMode
-from storage.planner import DEFAULT_TUNING
-from storage.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY
+from storage.reads.planner import DEFAULT_TUNING
+from storage.reads.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY
 from storage.writes import DEFAULT_LIMITS, DEFAULT_RATES, WriteLimits, WriteRates
 from storage.writes.reports import DEFAULT_THRESHOLD as DEFAULT_REPORT_THRESHOLD
 
@@ -333,9 +333,9 @@ class Settings(StorageSettings, TokenSettings):
     seed_demo: bool = True
     # Print a ready-to-paste dev token at start-up (unset: only when the secret is generated).
     dev_token: bool | None = None
-    # Head-room of fan-out reads, in standard deviations (storage.planner.Tuning.z).
+    # Head-room of fan-out reads, in standard deviations (storage.reads.planner.Tuning.z).
     read_headroom: float = Field(default=DEFAULT_TUNING.z, ge=0, le=5)
-    # Bytes of the process's snapshots of counters and page heads (storage.snapshots), by
+    # Bytes of the process's snapshots of counters and page heads (storage.reads.snapshots), by
     # which a filtered page takes one storage round; 0 turns them off.
     plan_memory_bytes: int = Field(default=DEFAULT_PLAN_MEMORY, ge=0, le=1 << 30)
     # Per-author write limits, kept in DynamoDB (0 lifts one): comments one author may have

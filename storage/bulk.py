@@ -28,7 +28,7 @@ from storage.model import keys, stats
 from storage.model.comments import Comment, Status, Vote
 from storage.model.items import SLOT_COUNT_ATTR, VOTE_ATTR, comment_to_item, number
 from storage.model.leaderboard import LeaderLayout
-from storage.reads import batch_get_counts
+from storage.reads.reader import batch_get_counts
 from storage.writes import counters
 from storage.writes.transaction import CallBudget, Part, transact
 

@@ -3,7 +3,7 @@ counters to its snapshot.
 
 Each process follows the stream itself (``storage.stream``), so a write through any
 process reaches the subscribers of every process, and each keeps its own snapshot of the
-counters (``storage.snapshots``) current without reading them.
+counters (``storage.reads.snapshots``) current without reading them.
 
 For each batch of changes:
 
@@ -45,8 +45,8 @@ from storage.engine.table import TableRef
 from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
 from storage.model.comments import RatingCounts
 from storage.model.stats import StatsScope
-from storage.reads import batch_get_counts
-from storage.snapshots import PlanMemory
+from storage.reads.reader import batch_get_counts
+from storage.reads.snapshots import PlanMemory
 from storage.stream import Change
 
 log = logging.getLogger("comments.feed")

@@ -12,12 +12,10 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from storage.base.types import DynamoClient, Response
-from storage.cursor import Ordering, decode_cursor, encode_cursor
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.retry import Backoff
 from storage.engine.table import TableRef, create_table
 from storage.engine.wrapping import ClientWrapper
-from storage.executor import Page
 from storage.model.comments import (
     Comment,
     Direction,
@@ -28,7 +26,9 @@ from storage.model.comments import (
     RatingCounts,
     Status,
 )
-from storage.reads import get_counts, read_listing
+from storage.reads.cursor import Ordering, decode_cursor, encode_cursor
+from storage.reads.executor import Page
+from storage.reads.reader import get_counts, read_listing
 from storage.writes import create_comment
 
 FAST = Backoff(attempts=8, base=0.002, cap=0.05)
@@ -208,7 +208,7 @@ async def assert_counters_exact(table: TableRef, product_id: str) -> None:
     from the comments."""
     from storage.engine.leaderboard_layout import read_layout
     from storage.model import keys
-    from storage.reads import get_counts
+    from storage.reads.reader import get_counts
 
     truth = await recount(table, product_id)
     for language, expected in truth.items():

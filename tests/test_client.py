@@ -20,7 +20,7 @@ from storage.engine.client import (
 )
 from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, NewComment, PageRequest
-from storage.reads import list_comments
+from storage.reads.reader import list_comments
 from storage.writes import create_comment
 
 ITEM = {

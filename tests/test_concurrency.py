@@ -12,7 +12,7 @@ from storage.base.errors import CommentNotFound, StorageUnavailable, WriteConfli
 from storage.engine.retry import Backoff
 from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, NewComment, PageRequest
-from storage.reads import batch_get_counts, get_counts, list_comments
+from storage.reads.reader import batch_get_counts, get_counts, list_comments
 from storage.writes import create_comment, delete_comment, get_comment
 from tests.helpers import (
     FAST,

@@ -24,8 +24,8 @@ from storage.base.types import Response
 from storage.engine.metering import Meter
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
-from storage.leaders import LEADERBOARD_CALLS
 from storage.model.comments import NewComment
+from storage.reads.leaders import LEADERBOARD_CALLS
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, stamp
 

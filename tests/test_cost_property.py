@@ -47,10 +47,10 @@ from hypothesis import strategies as st
 from hypothesis_graphql import nodes
 
 from storage.bulk import load_new_products
-from storage.cursor import encode_cursor
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment
+from storage.reads.cursor import encode_cursor
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import own_table
 

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage.base.errors import InvalidCursor
-from storage.cursor import Ordering, decode_cursor, encode_cursor
 from storage.model import keys
+from storage.reads.cursor import Ordering, decode_cursor, encode_cursor
 
 timestamps = st.datetimes(
     min_value=datetime(1970, 1, 1), max_value=datetime(9999, 1, 1), timezones=st.just(UTC)

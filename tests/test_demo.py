@@ -13,7 +13,7 @@ from storage.base.errors import InvalidInput
 from storage.bulk import load_new_products
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, PageRequest, Status
-from storage.reads import author_total, moderation_queue, queue_length
+from storage.reads.reader import author_total, moderation_queue, queue_length
 from storage.verify import verify
 from tests.helpers import own_product_id, own_table
 

@@ -25,7 +25,7 @@ from storage.engine.client import ClientSettings, open_client
 from storage.engine.direct import OPERATIONS, Credentials, DirectReads, SigV4, Target
 from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, NewComment, PageRequest
-from storage.reads import batch_get_counts, list_comments
+from storage.reads.reader import batch_get_counts, list_comments
 from storage.writes import create_comment
 
 CONTENT_TYPE = "application/x-amz-json-1.0"

@@ -9,10 +9,10 @@ from schema import build_schema
 from schema.cost import estimate
 from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef
-from storage.executor import execute
 from storage.model.comments import Direction, ListingFilter, NewComment, Order, PageRequest
-from storage.planner import plan_listing
-from storage.reads import get_counts, list_comments
+from storage.reads.executor import execute
+from storage.reads.planner import plan_listing
+from storage.reads.reader import get_counts, list_comments
 from storage.writes import create_comment
 from tests.helpers import create_many, oracle, stamp
 

@@ -21,7 +21,7 @@ from storage.feed import Ended, Feed, Subscription, TooManySubscribers
 from storage.model.comments import Comment, RatingCounts, Status
 from storage.model.items import comment_key, comment_to_item
 from storage.model.stats import stats_key
-from storage.snapshots import PlanMemory
+from storage.reads.snapshots import PlanMemory
 from storage.stream import Change, ChangeKind
 
 IDS = [f"{n:032x}" for n in range(1, 7)]

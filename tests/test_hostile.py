@@ -17,9 +17,9 @@ import jwt
 import pytest
 
 from resolvers.auth import ALGORITHM
-from storage.cursor import encode_cursor
 from storage.engine.table import TableRef
 from storage.model.comments import NewComment
+from storage.reads.cursor import encode_cursor
 from storage.verify import verify
 from tests.api_helpers import SECRET, Api, running_api, token
 from tests.helpers import create_many, own_table, stamp

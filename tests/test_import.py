@@ -35,7 +35,7 @@ from storage.imports import (
 from storage.model import keys
 from storage.model.comments import BODY_MAX, TITLE_MAX, NewComment, Status
 from storage.model.leaderboard import LeaderLayout
-from storage.reads import author_total, get_counts, last_commented_at, queue_length
+from storage.reads.reader import author_total, get_counts, last_commented_at, queue_length
 from storage.verify import scan_pages, verify
 from storage.writes import create_comment, delete_comment, get_comment
 from storage.writes.counters import FiveStars

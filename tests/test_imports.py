@@ -8,10 +8,10 @@ import sys
 import pytest
 
 PURE = [
-    "storage.planner",
+    "storage.reads.planner",
     "storage.model.keys",
-    "storage.cursor",
-    "storage.merge",
+    "storage.reads.cursor",
+    "storage.reads.merge",
     "storage.model.comments",
 ]
 

@@ -17,7 +17,6 @@ from storage.bulk import load_new_products
 from storage.engine.leaderboard_layout import read_layout
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
-from storage.leaders import LeaderEntry, leaderboard, merge_leaders
 from storage.model import keys
 from storage.model.comments import Comment, NewComment
 from storage.model.leaderboard import (
@@ -30,6 +29,7 @@ from storage.model.leaderboard import (
     shard_of,
     validate_shards,
 )
+from storage.reads.leaders import LeaderEntry, leaderboard, merge_leaders
 from storage.reshard import reshard_leaders
 from storage.verify import repair, verify
 from storage.writes import create_comment, delete_comment

@@ -18,7 +18,7 @@ from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.comments import ListingFilter, ModerationMode, NewComment, PageRequest, Status
 from storage.model.indexes import Index
-from storage.reads import (
+from storage.reads.reader import (
     author_comments,
     author_total,
     get_counts,

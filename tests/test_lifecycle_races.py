@@ -47,8 +47,6 @@ from storage.base.errors import (
 )
 from storage.engine.retry import Backoff
 from storage.engine.table import TableRef
-from storage.executor import Page
-from storage.leaders import leaderboard
 from storage.model import keys
 from storage.model.comments import (
     REPORT_REASONS,
@@ -64,7 +62,9 @@ from storage.model.comments import (
     Vote,
 )
 from storage.model.items import VOTE_ATTR, is_comment_item, item_to_comment
-from storage.reads import author_comments, get_counts, last_commented_at, moderation_queue
+from storage.reads.executor import Page
+from storage.reads.leaders import leaderboard
+from storage.reads.reader import author_comments, get_counts, last_commented_at, moderation_queue
 from storage.verify import scan_pages, verify
 from storage.writes import create_comment, delete_comment
 from storage.writes.create import CreateResult

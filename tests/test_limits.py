@@ -27,8 +27,8 @@ from schema.limits import (
     depth_limit,
     size_limit,
 )
-from storage.cursor import encode_cursor
 from storage.model.comments import PAGE_SIZE_MAX
+from storage.reads.cursor import encode_cursor
 from tests.api_helpers import Api
 
 SCHEMA = build_schema()._schema

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.merge import Stream, merge
+from storage.reads.merge import Stream, merge
 
 
 def test_merges_descending_and_stops_at_want() -> None:

@@ -42,7 +42,7 @@ from storage.model.comments import (
     Vote,
 )
 from storage.model.indexes import LISTING_INDEXES, Index, table_definition
-from storage.reads import author_comments, get_counts, list_comments, moderation_queue
+from storage.reads.reader import author_comments, get_counts, list_comments, moderation_queue
 from storage.verify import verify
 from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment

@@ -26,8 +26,6 @@ from hypothesis import strategies as st
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.bulk import load_new_products
 from storage.engine.table import TableRef, create_table
-from storage.executor import Page
-from storage.leaders import leaderboard
 from storage.model import keys
 from storage.model.comments import (
     Comment,
@@ -41,7 +39,9 @@ from storage.model.comments import (
     Vote,
 )
 from storage.model.leaderboard import LeaderLayout, layout_item
-from storage.reads import get_counts, list_comments
+from storage.reads.executor import Page
+from storage.reads.leaders import leaderboard
+from storage.reads.reader import get_counts, list_comments
 from storage.writes import create_comment, delete_comment
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.moderate import Decision, moderate_comment

@@ -7,8 +7,8 @@ import pytest
 from resolvers.errors import BadUserInput
 from resolvers.pages import page_request
 from storage.base.errors import InvalidCursor
-from storage.cursor import encode_cursor
 from storage.model.comments import Direction, PageRequest
+from storage.reads.cursor import encode_cursor
 
 POS = "2025-06-01T12:00:00.000Z#0123456789abcdef0123456789abcdef"
 

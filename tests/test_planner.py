@@ -8,7 +8,7 @@ import pytest
 
 from storage.model.comments import Direction, ListingFilter, PageRequest, RatingCounts
 from storage.model.indexes import Index
-from storage.planner import Plan, Strategy, Tuning, plan_listing, plan_unfiltered
+from storage.reads.planner import Plan, Strategy, Tuning, plan_listing, plan_unfiltered
 
 POS = "2025-06-01T12:00:00.000Z#0123456789abcdef0123456789abcdef"
 # J-shaped: ratings 1..5

@@ -8,7 +8,6 @@ import pytest
 
 from storage.base.errors import CommentNotFound, InvalidProductId, NotAuthor
 from storage.engine.table import TableRef, create_table
-from storage.leaders import leaderboard
 from storage.model import keys
 from storage.model.comments import (
     Comment,
@@ -18,8 +17,9 @@ from storage.model.comments import (
     PageRequest,
     RatingCounts,
 )
-from storage.planner import Strategy
-from storage.reads import (
+from storage.reads.leaders import leaderboard
+from storage.reads.planner import Strategy
+from storage.reads.reader import (
     batch_get_comments,
     batch_get_counts,
     get_counts,

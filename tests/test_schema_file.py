@@ -64,6 +64,6 @@ def test_schema_honours_the_contract() -> None:
 
 def test_every_planner_strategy_has_its_public_name() -> None:
     from schema.comments.connection import PlanStrategy
-    from storage.planner import Strategy
+    from storage.reads.planner import Strategy
 
     assert [s.name for s in Strategy] == [s.name for s in PlanStrategy]

@@ -18,7 +18,7 @@ from server.demo import DEMO_PRODUCTS
 from server.runtime import DEV_TOKEN_LIFETIME
 from server.settings import Settings
 from storage.engine.client import ClientSettings
-from storage.planner import DEFAULT_TUNING, Tuning
+from storage.reads.planner import DEFAULT_TUNING, Tuning
 from storage.writes import DEFAULT_LIMITS
 from tests.api_helpers import SECRET
 

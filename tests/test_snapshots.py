@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.bulk import load_new_products
 from storage.engine.table import TableRef, create_table
-from storage.executor import Page
 from storage.model.comments import (
     Comment,
     Direction,
@@ -22,9 +21,10 @@ from storage.model.comments import (
     RatingCounts,
     Status,
 )
-from storage.planner import Strategy, head_limits, plan_holds, plan_listing
-from storage.reads import get_counts, read_listing
-from storage.snapshots import MAX_HEAD, Head, HeadKey, PlanMemory, version_of
+from storage.reads.executor import Page
+from storage.reads.planner import Strategy, head_limits, plan_holds, plan_listing
+from storage.reads.reader import get_counts, read_listing
+from storage.reads.snapshots import MAX_HEAD, Head, HeadKey, PlanMemory, version_of
 from storage.writes import create_comment, delete_comment
 from tests.helpers import FAST, oracle, stamp, walk
 

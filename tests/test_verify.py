@@ -6,7 +6,7 @@ from __future__ import annotations
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import ModerationMode, NewComment
-from storage.reads import get_counts
+from storage.reads.reader import get_counts
 from storage.verify import Report, repair, verify
 from storage.writes import create_comment
 from storage.writes.moderate import Decision, moderate_comment

@@ -10,12 +10,12 @@ from resolvers.context import Context
 from resolvers.errors import Forbidden, Unauthenticated
 from resolvers.pages import page_request
 from resolvers.products.stats import counts
-from storage.cursor import Ordering
-from storage.executor import Page
 from storage.model import keys
 from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
-from storage.reads import author_comments, author_total, queue_length, read_listing
-from storage.reads import moderation_queue as read_queue
+from storage.reads.cursor import Ordering
+from storage.reads.executor import Page
+from storage.reads.reader import author_comments, author_total, queue_length, read_listing
+from storage.reads.reader import moderation_queue as read_queue
 
 
 @dataclass(frozen=True, slots=True)

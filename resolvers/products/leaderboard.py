@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from resolvers.context import Context
-from storage.leaders import LeaderEntry, leaderboard
+from storage.reads.leaders import LeaderEntry, leaderboard
 
 
 async def top_products(ctx: Context, first: int) -> list[LeaderEntry]:

@@ -10,9 +10,9 @@ from strawberry import relay
 
 from resolvers.comments.reads import Listing
 from schema.comments.types import Comment
-from storage import executor
-from storage.cursor import encode_cursor
 from storage.model import comments as model
+from storage.reads import executor
+from storage.reads.cursor import encode_cursor
 
 
 @strawberry.enum(
@@ -24,7 +24,7 @@ from storage.model import comments as model
     "strategies on the indexes' helpful twins."
 )
 class PlanStrategy(enum.Enum):
-    """The public names of ``storage.planner.Strategy``: the contract's, kept apart from the
+    """The public names of ``storage.reads.planner.Strategy``: the contract's, kept apart from the
     planner's so that renaming a strategy inside storage cannot change the API."""
 
     EMPTY = "EMPTY"
@@ -41,10 +41,10 @@ class PlanStrategy(enum.Enum):
 
 @strawberry.type(name="PlannedQuery", description="One storage query issued for a page.")
 class ExecutedQuery:
-    """A storage query as it ran (``storage.executor.ExecutedQuery``), with what it read.
+    """A storage query as it ran (``storage.reads.executor.ExecutedQuery``), with what it read.
 
     The contract calls the type PlannedQuery (a name from v1); in Python it is named for
-    what it shows. ``storage.planner.PlannedQuery`` is the plan before execution."""
+    what it shows. ``storage.reads.planner.PlannedQuery`` is the plan before execution."""
 
     index: str = strawberry.field(description="The DynamoDB index queried.")
     partition_key: str = strawberry.field(description="The partition read.")

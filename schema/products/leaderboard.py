@@ -9,7 +9,7 @@ import strawberry
 from resolvers.products import leaderboard
 from schema.context import Info
 from schema.products.types import Product
-from storage.leaders import LeaderEntry
+from storage.reads.leaders import LeaderEntry
 
 
 @strawberry.type(description="A place on the leaderboard of 5-star comments.")

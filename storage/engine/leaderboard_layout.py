@@ -1,7 +1,7 @@
 """Reading the leaderboard's layout item, and the process's memory of it.
 
 Below reads and writes, because both act on the layout: the leaderboard read chooses its
-shards by it (``storage.leaders``), every 5-star move places its entry by it and
+shards by it (``storage.reads.leaders``), every 5-star move places its entry by it and
 conditions on it (``storage.writes.counters``), and a reshard moves it
 (``storage.reshard``).
 """

@@ -112,7 +112,7 @@ class LeaderLayout:
 
     def read_rounds(self) -> tuple[tuple[str, ...], ...]:
         """The partitions a leaderboard read queries, round by round: during a migration the
-        layout being left first and the new one after (see ``storage.leaders``)."""
+        layout being left first and the new one after (see ``storage.reads.leaders``)."""
         if self.previous is None:
             return (partitions(self.shards),)
         return (partitions(self.previous), partitions(self.shards))

@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
-from storage import merge as merging
 from storage.base.errors import StorageUnavailable
 from storage.base.expressions import Attr, Condition, all_of, query_request
 from storage.base.types import Response
@@ -41,7 +40,8 @@ from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Direction
 from storage.model.items import VERIFIED_ATTR, item_to_comment
-from storage.planner import Plan, PlannedQuery, Strategy, filtered_limit, in_turn_limits
+from storage.reads import merge as merging
+from storage.reads.planner import Plan, PlannedQuery, Strategy, filtered_limit, in_turn_limits
 
 # A top-up round always progresses (reads at least one item or ends a partition); this only
 # guards against an engine that would return empty pages with a continuation key forever.

@@ -1,5 +1,5 @@
 """Reads: counters (single and batched), comments by id, listings, an author's comments,
-the moderation queue; the leaderboard is read by ``storage.leaders``."""
+the moderation queue; the leaderboard is read by ``storage.reads.leaders``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from storage.engine import metering
 from storage.engine.batch import batch_get_items
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff, gather_reads
 from storage.engine.table import TableRef
-from storage.executor import Page, execute
 from storage.model import keys
 from storage.model.comments import Comment, ListingFilter, Order, PageRequest, RatingCounts
 from storage.model.indexes import SORT_KEY, Index
@@ -32,7 +31,8 @@ from storage.model.stats import (
     scope_of,
     stats_key,
 )
-from storage.planner import (
+from storage.reads.executor import Page, execute
+from storage.reads.planner import (
     DEFAULT_TUNING,
     Plan,
     Strategy,
@@ -44,7 +44,7 @@ from storage.planner import (
     plan_queue,
     plan_unfiltered,
 )
-from storage.snapshots import HeadKey, PlanMemory
+from storage.reads.snapshots import HeadKey, PlanMemory
 
 
 async def get_counts(table: TableRef, product_id: str, language: str | None) -> RatingCounts:
@@ -139,7 +139,7 @@ async def read_listing(
     alongside its queries; when the fresh counters show that the plan skipped a rating
     that has comments now, it runs again from them (a correction round). Without a
     snapshot the counters are read first, as ``list_comments`` does. The page's head is
-    remembered for the next read of the same position (``storage.snapshots``).
+    remembered for the next read of the same position (``storage.reads.snapshots``).
     """
     if not needs_stats(listing, order):
         fresh, read = await asyncio.gather(

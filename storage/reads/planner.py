@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from storage.model import keys
 from storage.model.comments import Direction, ListingFilter, Order, PageRequest, RatingCounts
 from storage.model.indexes import SORT_KEY, Index
-from storage.snapshots import Head
+from storage.reads.snapshots import Head
 
 
 class Strategy(enum.Enum):
@@ -304,7 +304,7 @@ def plan_listing(
     filter it is a fan-out over the five ratings (those counted zero skipped).
 
     ``head`` is what followed the page's position when it was last read under these
-    counters (``storage.snapshots``): a fan-out is then sized by ``head_limits`` instead of
+    counters (``storage.reads.snapshots``): a fan-out is then sized by ``head_limits`` instead of
     head-room.
     """
     if stats.product_id != listing.product_id or stats.language != listing.language:
