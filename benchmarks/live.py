@@ -41,10 +41,10 @@ from resolvers.auth import mint
 from server.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client, open_streams_client
 from storage.engine.table import TableRef, create_table
-from storage.feed import Feed
+from storage.live.feed import Feed
+from storage.live.stream import StreamFollower, stream_arn
 from storage.reads.reader import batch_get_counts
 from storage.reads.snapshots import PlanMemory
-from storage.stream import StreamFollower, stream_arn
 
 TABLE = "live_bench"
 PRODUCTS = 10

@@ -16,7 +16,7 @@ from resolvers.loaders import Loaders
 from storage.base.errors import CallBudgetExceeded, StorageError
 from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef
-from storage.feed import Feed
+from storage.live.feed import Feed
 from storage.model.comments import ModerationMode
 from storage.reads.planner import DEFAULT_TUNING, Tuning
 from storage.writes import DEFAULT_LIMITS, WriteLimits

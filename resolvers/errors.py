@@ -116,7 +116,7 @@ class TooManySubscriptions(ApiError):
     retryable = True
 
 
-# Why the server ends a subscription (storage.feed.Ended): the client subscribes again and
+# Why the server ends a subscription (storage.live.feed.Ended): the client subscribes again and
 # reloads what it shows, since events may be missing.
 ENDED_CODES = frozenset({"EVENTS_LOST", "TOO_SLOW", "STORAGE_UNAVAILABLE"})
 

@@ -20,8 +20,8 @@ from resolvers.errors import (
     SubscriptionEnded,
     TooManySubscriptions,
 )
-from storage.events import Listing
-from storage.feed import Delivery, Ended, Feed, Subscription, TooManySubscribers
+from storage.live.events import Listing
+from storage.live.feed import Delivery, Ended, Feed, Subscription, TooManySubscribers
 from storage.model import keys
 
 

@@ -14,8 +14,8 @@ from schema.comments.orders import CommentOrder
 from schema.comments.types import Comment
 from schema.context import Info
 from schema.products.types import RatingStats
-from storage.events import EventKind
-from storage.feed import Delivery
+from storage.live.events import EventKind
+from storage.live.feed import Delivery
 from storage.reads.cursor import Ordering, encode_cursor, position_of
 
 

@@ -45,10 +45,10 @@ from storage.base.types import DynamoClient
 from storage.bulk import load_new_products
 from storage.engine.client import open_client, open_streams_client
 from storage.engine.table import TableRef, create_table
-from storage.feed import Feed
+from storage.live.feed import Feed
+from storage.live.stream import Change, StreamFollower, stream_arn
 from storage.reads.planner import Tuning
 from storage.reads.snapshots import PlanMemory
-from storage.stream import Change, StreamFollower, stream_arn
 from storage.writes import WriteLimits
 from storage.writes.ballots import VoteLanes
 

@@ -22,7 +22,7 @@ from server.logs import LogFormat
 from server.metrics import DEFAULT_MAX_OPERATIONS
 from server.secret_file import SECRET_MIN_BYTES, secret_from_file
 from storage.engine.client import ClientSettings
-from storage.feed import DEFAULT_QUEUE
+from storage.live.feed import DEFAULT_QUEUE
 from storage.model.comments import ModerationMode
 from storage.reads.planner import DEFAULT_TUNING
 from storage.reads.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.base.types import Item, Response
 from storage.engine.table import TableRef
-from storage.events import EventKind, Listing
-from storage.feed import Ended, Feed, Subscription, TooManySubscribers
+from storage.live.events import EventKind, Listing
+from storage.live.feed import Ended, Feed, Subscription, TooManySubscribers
+from storage.live.stream import Change, ChangeKind
 from storage.model.comments import Comment, RatingCounts, Status
 from storage.model.items import comment_key, comment_to_item
 from storage.model.stats import stats_key
 from storage.reads.snapshots import PlanMemory
-from storage.stream import Change, ChangeKind
 
 IDS = [f"{n:032x}" for n in range(1, 7)]
 LISTINGS = [

@@ -15,11 +15,18 @@ from botocore.exceptions import ClientError
 from server.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.table import TableRef
-from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
+from storage.live.events import (
+    CommentChange,
+    EventKind,
+    Listing,
+    classify,
+    comment_change,
+    fresh_counts,
+)
+from storage.live.stream import Change, StreamFollower
 from storage.model.comments import NewComment, RatingCounts
 from storage.model.indexes import STREAM_SPECIFICATION, table_definition
 from storage.reads.reader import get_counts
-from storage.stream import Change, StreamFollower
 from storage.writes import create_comment, delete_comment
 from storage.writes.edit import Edit, edit_comment
 from tests.helpers import FAST, stamp

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from storage import stream
-from storage.stream import Change, StreamFollower
+from storage.live import stream
+from storage.live.stream import Change, StreamFollower
 
 
 @dataclass

@@ -136,7 +136,7 @@ async def open_client(settings: ClientSettings) -> AsyncIterator[DynamoClient]:
 @asynccontextmanager
 async def open_streams_client(settings: ClientSettings) -> AsyncIterator[Any]:
     """Yield a DynamoDB Streams client for the same endpoint and credentials: the one a
-    process follows the table's stream with (``storage.stream``)."""
+    process follows the table's stream with (``storage.live.stream``)."""
     session = aioboto3.Session()
     async with session.client("dynamodbstreams", **_client_options(settings)) as client:
         yield client

@@ -131,8 +131,8 @@ def index_attributes(index: Index) -> list[dict[str, str]]:
 
 
 # Every process reads the table's stream (new and old images: what changed, and from what)
-# for live updates and to refresh what it keeps per process; see storage.stream and
-# storage.feed.
+# for live updates and to refresh what it keeps per process; see storage.live.stream and
+# storage.live.feed.
 STREAM_SPECIFICATION: dict[str, Any] = {
     "StreamEnabled": True,
     "StreamViewType": "NEW_AND_OLD_IMAGES",

@@ -18,7 +18,7 @@ Neither memory is ever trusted for what a page holds: the executor certifies eve
 from what storage returned (a partition is finished only when storage says so), so a stale
 memory costs at most a round, never a comment. Writes through another process are seen at
 the next read of the counters, which every such page makes, and sooner from the table's
-stream (``storage.feed``), which brings every stats item's new counters to every process.
+stream (``storage.live.feed``), which brings every stats item's new counters to every process.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One process's feed of the table's stream: comment events to its subscribers, fresh
 counters to its snapshot.
 
-Each process follows the stream itself (``storage.stream``), so a write through any
+Each process follows the stream itself (``storage.live.stream``), so a write through any
 process reaches the subscribers of every process, and each keeps its own snapshot of the
 counters (``storage.reads.snapshots``) current without reading them.
 
@@ -11,7 +11,7 @@ For each batch of changes:
    (the stream carries the whole table's changes; taking them all in would push out the
    scopes this process's pages use);
 2. every comment change is classified for each subscriber of its product
-   (``storage.events.classify``: what that subscriber's listing shows before and after);
+   (``storage.live.events.classify``: what that subscriber's listing shows before and after);
 3. the counters of the products that have events are read once for the batch (after the
    changes were written, so they count them) and handed out with the events.
 
@@ -42,12 +42,19 @@ from dataclasses import dataclass, field
 
 from storage.base.errors import StorageError
 from storage.engine.table import TableRef
-from storage.events import CommentChange, EventKind, Listing, classify, comment_change, fresh_counts
+from storage.live.events import (
+    CommentChange,
+    EventKind,
+    Listing,
+    classify,
+    comment_change,
+    fresh_counts,
+)
+from storage.live.stream import Change
 from storage.model.comments import RatingCounts
 from storage.model.stats import StatsScope
 from storage.reads.reader import batch_get_counts
 from storage.reads.snapshots import PlanMemory
-from storage.stream import Change
 
 log = logging.getLogger("comments.feed")
 

@@ -1,6 +1,6 @@
 """What a change of the table means to a product page: comment events and fresh counters.
 
-From the stream's changes (``storage.stream``), a pure translation:
+From the stream's changes (``storage.live.stream``), a pure translation:
 
 - ``comment_change`` keeps a change of a comment item as the comment before and after
   (either may be absent: created, deleted);
@@ -27,11 +27,11 @@ import enum
 from dataclasses import dataclass
 
 from storage.base.types import Item
+from storage.live.stream import Change
 from storage.model import keys
 from storage.model.comments import Comment, RatingCounts
 from storage.model.items import is_comment_item, item_to_comment
 from storage.model.stats import is_stats_item, item_to_counts, scope_of
-from storage.stream import Change
 
 
 class EventKind(enum.Enum):
