@@ -12,9 +12,9 @@ import random
 
 from server.demo import synthetic_comments
 from server.progress import progress_bar
-from storage.bulk import load_new_products
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import Comment
+from storage.ops.bulk import load_new_products
 
 HOT = "hot-50k"
 SCALE = {1_000: "hot-1k", 10_000: "hot-10k", 50_000: HOT}

@@ -1,4 +1,4 @@
-"""Import rate: reviews per second through ``storage.imports``, first run and re-run.
+"""Import rate: reviews per second through ``storage.ops.importer``, first run and re-run.
 
     .venv/bin/python -m benchmarks.import_rate [--lines 100000] [--products 2000]
 
@@ -31,9 +31,15 @@ from server.local_engine import LocalEngine
 from server.progress import progress_bar
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
-from storage.imports import CONCURRENCY, WINDOW_LINES, ImportSummary, import_comments, jsonl_lines
 from storage.model import keys
-from storage.verify import verify
+from storage.ops.importer import (
+    CONCURRENCY,
+    WINDOW_LINES,
+    ImportSummary,
+    import_comments,
+    jsonl_lines,
+)
+from storage.ops.verify import verify
 
 RESULTS = Path(__file__).parent / "results"
 # PENDING and REJECTED share of the reviews; the rest are PUBLISHED.

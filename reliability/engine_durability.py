@@ -32,7 +32,7 @@ from server.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
-from storage.verify import scan_pages
+from storage.ops.verify import scan_pages
 
 TABLE = "durability"
 

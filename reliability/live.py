@@ -21,7 +21,7 @@ from resolvers.auth import mint
 from server.local_engine import LocalEngine, free_port
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
-from storage.verify import Report, verify
+from storage.ops.verify import Report, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMENTS = ROOT / ".venv" / "bin" / "comments"

@@ -35,7 +35,7 @@ from resolvers.auth import mint
 from server.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
-from storage.verify import verify
+from storage.ops.verify import verify
 
 CREATE = """mutation($input: CreateCommentInput!) {
   createComment(input: $input) {

@@ -39,17 +39,17 @@ from server.settings import (
     TokenSettings,
 )
 from storage.base.errors import StorageError
-from storage.bulk import load_new_products
 from storage.engine.client import open_client
 from storage.engine.table import TableRef, create_table, ensure_ttl
-from storage.imports import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
-from storage.migrate import migrate
 from storage.model.comments import ListingFilter, Order
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
+from storage.ops.bulk import load_new_products
+from storage.ops.importer import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
+from storage.ops.migrate import migrate
+from storage.ops.reshard import reshard_leaders
+from storage.ops.verify import Report, repair, verify
 from storage.reads.cursor import Ordering, encode_cursor
 from storage.reads.reader import list_comments
-from storage.reshard import reshard_leaders
-from storage.verify import Report, repair, verify
 
 # Options that override a setting: the option's name in argparse -> the settings field.
 _STORAGE_OPTIONS = {

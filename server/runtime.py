@@ -42,11 +42,11 @@ from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
 from storage.base.errors import StorageError
 from storage.base.types import DynamoClient
-from storage.bulk import load_new_products
 from storage.engine.client import open_client, open_streams_client
 from storage.engine.table import TableRef, create_table
 from storage.live.feed import Feed
 from storage.live.stream import Change, StreamFollower, stream_arn
+from storage.ops.bulk import load_new_products
 from storage.reads.planner import Tuning
 from storage.reads.snapshots import PlanMemory
 from storage.writes import WriteLimits

@@ -46,10 +46,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import nodes
 
-from storage.bulk import load_new_products
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment
+from storage.ops.bulk import load_new_products
 from storage.reads.cursor import encode_cursor
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import own_table

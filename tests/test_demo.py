@@ -10,11 +10,11 @@ import pytest
 
 from server.demo import demo_comments
 from storage.base.errors import InvalidInput
-from storage.bulk import load_new_products
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, PageRequest, Status
+from storage.ops.bulk import load_new_products
+from storage.ops.verify import verify
 from storage.reads.reader import author_total, moderation_queue, queue_length
-from storage.verify import verify
 from tests.helpers import own_product_id, own_table
 
 PRODUCTS = 3  # besides sku-hot, whose 2,000 comments hold every kind

@@ -10,9 +10,9 @@ import pytest
 from benchmarks.fake_dynamo import FakeDynamo
 from storage.base.errors import TransactionCancelled
 from storage.base.expressions import Attr, put_request
-from storage.bulk import load_new_products
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import Comment, Direction, ListingFilter, PageRequest, Status
+from storage.ops.bulk import load_new_products
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import get_counts, moderation_queue, queue_length
 from tests.helpers import oracle, stamp, walk

@@ -18,7 +18,7 @@ from storage.base.types import DynamoClient
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.model.comments import NewComment
-from storage.verify import verify
+from storage.ops.verify import verify
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, own_table, stamp
 

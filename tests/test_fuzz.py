@@ -14,7 +14,7 @@ from reliability.live import ROOT, LiveServer, live_server
 from resolvers.auth import mint
 from server.local_engine import LocalEngine
 from storage.engine.table import TableRef
-from storage.verify import verify
+from storage.ops.verify import verify
 from tests.api_helpers import SECRET
 from tests.helpers import own_table
 

@@ -19,8 +19,8 @@ import pytest
 from resolvers.auth import ALGORITHM
 from storage.engine.table import TableRef
 from storage.model.comments import NewComment
+from storage.ops.verify import verify
 from storage.reads.cursor import encode_cursor
-from storage.verify import verify
 from tests.api_helpers import SECRET, Api, running_api, token
 from tests.helpers import create_many, own_table, stamp
 

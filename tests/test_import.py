@@ -21,8 +21,11 @@ from storage.base.errors import InvalidInput, StorageUnavailable
 from storage.base.types import DynamoClient, Response
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
-from storage.import_lines import FUTURE_SKEW
-from storage.imports import (
+from storage.model import keys
+from storage.model.comments import BODY_MAX, TITLE_MAX, NewComment, Status
+from storage.model.leaderboard import LeaderLayout
+from storage.ops.import_lines import FUTURE_SKEW
+from storage.ops.importer import (
     LINE_MAX_BYTES,
     MAX_ACTIONS,
     ImportSummary,
@@ -32,11 +35,8 @@ from storage.imports import (
     jsonl_lines,
     parse_line,
 )
-from storage.model import keys
-from storage.model.comments import BODY_MAX, TITLE_MAX, NewComment, Status
-from storage.model.leaderboard import LeaderLayout
+from storage.ops.verify import scan_pages, verify
 from storage.reads.reader import author_total, get_counts, last_commented_at, queue_length
-from storage.verify import scan_pages, verify
 from storage.writes import create_comment, delete_comment, get_comment
 from storage.writes.counters import FiveStars
 from storage.writes.moderate import Decision, moderate_comment

@@ -13,7 +13,6 @@ import pytest
 
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
-from storage.bulk import load_new_products
 from storage.engine.leaderboard_layout import read_layout
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
@@ -29,9 +28,10 @@ from storage.model.leaderboard import (
     shard_of,
     validate_shards,
 )
+from storage.ops.bulk import load_new_products
+from storage.ops.reshard import reshard_leaders
+from storage.ops.verify import repair, verify
 from storage.reads.leaders import LeaderEntry, leaderboard, merge_leaders
-from storage.reshard import reshard_leaders
-from storage.verify import repair, verify
 from storage.writes import create_comment, delete_comment
 from tests.helpers import FAST, own_table
 

@@ -18,6 +18,7 @@ from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.comments import ListingFilter, ModerationMode, NewComment, PageRequest, Status
 from storage.model.indexes import Index
+from storage.ops.verify import verify
 from storage.reads.reader import (
     author_comments,
     author_total,
@@ -26,7 +27,6 @@ from storage.reads.reader import (
     moderation_queue,
     queue_length,
 )
-from storage.verify import verify
 from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment

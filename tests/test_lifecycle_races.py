@@ -62,10 +62,10 @@ from storage.model.comments import (
     Vote,
 )
 from storage.model.items import VOTE_ATTR, is_comment_item, item_to_comment
+from storage.ops.verify import scan_pages, verify
 from storage.reads.executor import Page
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import author_comments, get_counts, last_commented_at, moderation_queue
-from storage.verify import scan_pages, verify
 from storage.writes import create_comment, delete_comment
 from storage.writes.create import CreateResult
 from storage.writes.edit import Edit as EditRequest

@@ -23,13 +23,11 @@ import pytest
 
 from server.cli import main as cli_main
 from server.local_engine import LocalEngine
-from storage.backfill import backfill_helpful_keys
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.engine.wrapping import ClientWrapper
-from storage.migrate import migrate
 from storage.model import keys
 from storage.model.comments import (
     Comment,
@@ -42,8 +40,10 @@ from storage.model.comments import (
     Vote,
 )
 from storage.model.indexes import LISTING_INDEXES, Index, table_definition
+from storage.ops.backfill import backfill_helpful_keys
+from storage.ops.migrate import migrate
+from storage.ops.verify import verify
 from storage.reads.reader import author_comments, get_counts, list_comments, moderation_queue
-from storage.verify import verify
 from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment

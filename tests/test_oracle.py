@@ -24,7 +24,6 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.fake_dynamo import FakeDynamo
-from storage.bulk import load_new_products
 from storage.engine.table import TableRef, create_table
 from storage.model import keys
 from storage.model.comments import (
@@ -39,6 +38,7 @@ from storage.model.comments import (
     Vote,
 )
 from storage.model.leaderboard import LeaderLayout, layout_item
+from storage.ops.bulk import load_new_products
 from storage.reads.executor import Page
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import get_counts, list_comments

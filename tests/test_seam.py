@@ -11,9 +11,9 @@ from storage.base import errors
 from storage.base.types import Response
 from storage.engine.seam import EngineSeam, at_seam
 from storage.engine.table import TableRef, create_table
+from storage.ops.verify import scan_pages
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import batch_get_counts
-from storage.verify import scan_pages
 
 
 class _Failing:

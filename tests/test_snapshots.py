@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.fake_dynamo import FakeDynamo
-from storage.bulk import load_new_products
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import (
     Comment,
@@ -21,6 +20,7 @@ from storage.model.comments import (
     RatingCounts,
     Status,
 )
+from storage.ops.bulk import load_new_products
 from storage.reads.executor import Page
 from storage.reads.planner import Strategy, head_limits, plan_holds, plan_listing
 from storage.reads.reader import get_counts, read_listing

@@ -20,7 +20,7 @@ from server.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import NewComment
-from storage.verify import verify
+from storage.ops.verify import verify
 from tests.api_helpers import SECRET
 from tests.helpers import create_many, stamp
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import ModerationMode, NewComment
+from storage.ops.verify import Report, repair, verify
 from storage.reads.reader import get_counts
-from storage.verify import Report, repair, verify
 from storage.writes import create_comment
 from storage.writes.moderate import Decision, moderate_comment
 from tests.helpers import FAST, assert_counters_exact, create_many, own_table

@@ -20,7 +20,7 @@ from storage.model import keys
 from storage.model.comments import ModerationMode, NewComment, Vote
 from storage.model.indexes import HELPFUL_SORT_KEY
 from storage.model.items import comment_key
-from storage.verify import repair, verify
+from storage.ops.verify import repair, verify
 from storage.writes import create_comment, get_comment
 from storage.writes.ballots import VoteLanes, vote_key
 from storage.writes.children import has_children

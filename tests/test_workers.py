@@ -32,7 +32,7 @@ from server.runtime import DevTokens, Prepared
 from server.settings import Settings
 from server.workers import WorkerApp, WorkerConfig
 from storage.engine.table import TableRef
-from storage.verify import verify
+from storage.ops.verify import verify
 from tests.api_helpers import SECRET
 from tests.helpers import own_table
 

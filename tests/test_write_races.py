@@ -34,10 +34,10 @@ from storage.engine.retry import Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Direction, ListingFilter, NewComment, PageRequest
+from storage.ops.reshard import reshard_leaders
+from storage.ops.verify import verify
 from storage.reads.cursor import decode_cursor, encode_cursor
 from storage.reads.reader import get_counts, list_comments
-from storage.reshard import reshard_leaders
-from storage.verify import verify
 from storage.writes import WriteLimits, create_comment, delete_comment
 from tests.helpers import LoopHarness, oracle, walk
 

@@ -25,8 +25,8 @@ from storage.model import keys
 from storage.model.comments import ListingFilter, NewComment, PageRequest
 from storage.model.items import comment_key
 from storage.model.stats import stats_key
+from storage.ops.verify import verify
 from storage.reads.reader import get_counts, list_comments
-from storage.verify import verify
 from storage.writes import WriteLimits, create_comment, delete_comment, get_comment
 from storage.writes.counters import FiveStars, Move, parts
 from storage.writes.state import read_stored

@@ -3,7 +3,7 @@
 Below reads and writes, because both act on the layout: the leaderboard read chooses its
 shards by it (``storage.reads.leaders``), every 5-star move places its entry by it and
 conditions on it (``storage.writes.counters``), and a reshard moves it
-(``storage.reshard``).
+(``storage.ops.reshard``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ layout of every table made before shards existed), ``LEADERS#<k>`` for k from 0 
 ``shards - 1`` otherwise, k from a stable hash of the product id (its *home* shard).
 
 The layout is a property of the table, not of a process: one item (``LAYOUT_KEY``) records
-it, and a table without that item has one shard. While ``storage.reshard`` moves the entries
+it, and a table without that item has one shard. While ``storage.ops.reshard`` moves the entries
 to another number of shards, the item also names the layout they come from (``previous``):
 readers then read both, and an entry may be in either. ``epoch`` counts the item's changes
 (0: no item yet); a write that places a new entry conditions on it, so no write places one

@@ -201,7 +201,7 @@ def set_leader(update: Update, five: int, partition: str) -> None:
 
 def move_leader(update: Update, before: int, after: int, home: str) -> None:
     """The leaderboard entry's change when the 5-star count goes from ``before`` to
-    ``after``. An entry that stays keeps its partition: only ``storage.reshard`` moves
+    ``after``. An entry that stays keeps its partition: only ``storage.ops.reshard`` moves
     entries between shards, so a write never undoes a move it did not see. A new entry
     goes to ``home`` (the caller conditions on the layout it took ``home`` from)."""
     if before > 0 and after > 0:

@@ -5,7 +5,7 @@ first (``merge_leaders``). Which shards comes from the layout this process remem
 the queries the layout item is read (strongly consistent), and when it is not the one the
 queries were chosen by, the read runs again by the new one. The layout changes only when a
 migration starts or ends, and entries move between shards only while one runs
-(``storage.reshard``), so a read whose layout held from before its queries to after them
+(``storage.ops.reshard``), so a read whose layout held from before its queries to after them
 saw no entry move that it was not prepared for.
 
 During a migration an entry moves once, from its shard of the layout being left to its

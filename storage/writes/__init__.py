@@ -21,7 +21,7 @@ The rule every write here follows, and every new transition must follow:
 
 Comment ids are random and never reused (an imported review's id is derived from the
 source's id, and its import record, which outlives the comment, keeps it from being made
-again: see ``storage.imports``), versions only grow, so a stale writer can never mistake a
+again: see ``storage.ops.importer``), versions only grow, so a stale writer can never mistake a
 later comment for the one it read. Retries are bounded by ``MAX_WRITE_CALLS``
 storage calls per write (the GraphQL cost model relies on it), after which the write
 reports ``WriteConflict``.

@@ -6,7 +6,7 @@ the new value from the cancellation (ALL_OLD) and tries again. A decrement condi
 counter being at least what it takes away: a counter below zero is impossible, and a
 condition failure that is not a lost race means the counters drifted (never clamped).
 
-An entry that stays keeps its shard (only ``storage.reshard`` moves entries). A new entry
+An entry that stays keeps its shard (only ``storage.ops.reshard`` moves entries). A new entry
 (the count leaving zero) goes to the product's home shard of the layout this process
 remembers, and the transaction checks that the table's layout item still records that
 layout; a writer that lost that race learns the layout from the cancellation and tries

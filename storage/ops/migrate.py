@@ -1,5 +1,5 @@
 """Bring an existing table up to the layout of ``storage.model.indexes``: add the indexes it lacks,
-turn its stream on, then give old comments the helpful order's key (``storage.backfill``).
+turn its stream on, then give old comments the helpful order's key (``storage.ops.backfill``).
 
 A table made by the first ``create-table`` has the four listing indexes only, one made by
 the next the eight without the helpful twins. No item has to be rewritten for the others:
@@ -28,10 +28,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storage.backfill import Backfill, backfill_helpful_keys
 from storage.base.errors import StorageUnavailable
 from storage.engine.table import TableRef
 from storage.model.indexes import STREAM_SPECIFICATION, Index, index_attributes, index_definition
+from storage.ops.backfill import Backfill, backfill_helpful_keys
 
 Progress = Callable[[str], None]
 

@@ -47,7 +47,10 @@ from storage.base.types import Item
 from storage.engine.batch import BATCH_GET_MAX, batch_get_items
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
-from storage.import_lines import (
+from storage.model import keys
+from storage.model.comments import Status
+from storage.model.items import comment_to_item
+from storage.ops.import_lines import (
     LINE_MAX_BYTES,
     ImportRecord,
     InvalidLine,
@@ -55,9 +58,6 @@ from storage.import_lines import (
     jsonl_lines,
     parse_line,
 )
-from storage.model import keys
-from storage.model.comments import Status
-from storage.model.items import comment_to_item
 from storage.writes import counters, limits
 from storage.writes.transaction import MAX_WRITE_CALLS, CallBudget, Cancellation, Part, transact
 
