@@ -1,0 +1,7 @@
+"""The live stream: the table's change stream read per shard (``stream``), its records
+turned into comment and counter events (``events``), and the process's feed that fans
+them out to subscribers and refreshes the read path's snapshots (``feed``).
+
+May import: ``storage.base``, ``storage.model``, ``storage.engine``, ``storage.reads``.
+Never ``storage.writes`` or ``storage.ops``.
+"""

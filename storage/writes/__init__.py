@@ -1,5 +1,8 @@
 """Writes: every state transition of a comment, one module per kind.
 
+May import: ``storage.base``, ``storage.model``, ``storage.engine``. Never ``storage.reads``
+(what both need lives below them).
+
 The rule every write here follows, and every new transition must follow:
 
     A transaction that moves counters, histograms, the leaderboard or a per-author limit
