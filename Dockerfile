@@ -1,7 +1,7 @@
 # The API image: the same `comments serve` the README runs, pointed at a DynamoDB endpoint.
 
 # GraphiQL's files, from the same lock as a checkout's; only the allow-listed ones that
-# server/graphiql.py serves reach the image.
+# server/http/graphiql.py serves reach the image.
 FROM node:20-slim AS graphiql
 WORKDIR /build
 COPY package.json package-lock.json ./

@@ -14,7 +14,7 @@ import uvicorn
 
 from benchmarks import data
 from benchmarks.fake_dynamo import FakeDynamo
-from server.app import create_app
+from server.http.app import create_app
 from server.settings import Settings
 from storage.engine.table import TableRef
 

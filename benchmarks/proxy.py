@@ -44,8 +44,8 @@ from reliability.live import LiveServer, live_server
 from reliability.nginx import LiveNginx, live_nginx
 from resolvers.auth import mint
 from server.demo import synthetic_comments
+from server.http.persisted import sha256_hex
 from server.local_engine import LocalEngine
-from server.persisted import sha256_hex
 from server.settings import Settings
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef

@@ -55,7 +55,7 @@ class Context:
     # Whether the request came over a WebSocket (subscriptions run there only).
     over_socket: bool = False
     # Whether the answer read who is calling (``viewer``): one that did not is the same for
-    # every caller, and a browser may keep it (server.app).
+    # every caller, and a browser may keep it (server.http.app).
     viewer_read: bool = False
     # The operation the request runs, as the client named it or, once the document is
     # parsed, as the document does (for the server's metrics, traces and logs).

@@ -6,7 +6,7 @@ withdrawn whatever ends it (the client completes it or goes away, the feed ends 
 event is resolved as a request of its own (``Context.renew``): the operation's cost is its
 budget of storage calls per event, and nothing read for one event is served to the next.
 That budget is paid for once, when the subscription starts, by its connection, product and
-process, and subscribers sharing a document share this execution (server.event_groups):
+process, and subscribers sharing a document share this execution (server.http.event_groups):
 the work of an event does not grow with the subscribers who receive it.
 """
 

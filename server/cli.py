@@ -22,12 +22,12 @@ from resolvers.auth import mint
 from resolvers.errors import ApiError
 from resolvers.pages import page_request
 from schema import build_schema
-from server.app import create_app
 from server.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
+from server.http.app import create_app
+from server.http.head_limits import HeadLimits, guarded_protocol
 from server.local_engine import EngineError, LocalEngine
 from server.logs import configure_logging, uvicorn_log_config
 from server.progress import progress_bar
-from server.protocol import HeadLimits, guarded_protocol
 from server.runtime import DEV_TOKEN_LIFETIME
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import (
@@ -449,7 +449,7 @@ WS_PING_SECONDS = 20.0
 
 
 def head_limits(settings: Settings) -> HeadLimits:
-    """The limits on a request head that the HTTP protocol enforces (server.protocol)."""
+    """The limits on a request head that the HTTP protocol enforces (server.http.head_limits)."""
     return HeadLimits(
         max_bytes=settings.max_header_bytes,
         max_headers=settings.max_headers,
@@ -459,7 +459,8 @@ def head_limits(settings: Settings) -> HeadLimits:
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """uvicorn.run's options for these settings: the HTTP protocol with the head limits
-    (server.protocol), h11's own cap as a backstop, the connection limits, no Server header."""
+    (server.http.head_limits), h11's own cap as a backstop, the connection limits, no Server
+    header."""
     return {
         "http": guarded_protocol(settings.uvicorn_http, head_limits(settings)),
         **_shared_options(settings),
@@ -489,7 +490,7 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         "ws_ping_interval": WS_PING_SECONDS,
         "ws_ping_timeout": WS_PING_SECONDS,
         # The client's address in scope["client"] (and the access log) by the rule the app
-        # applies itself (server.forwarded), from the same setting.
+        # applies itself (server.http.forwarded), from the same setting.
         "proxy_headers": True,
         "forwarded_allow_ips": settings.trusted_proxies.uvicorn(),
     }

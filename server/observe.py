@@ -2,7 +2,7 @@
 
 ``Observed`` is pure ASGI middleware just inside ``RequestId``, installed only when
 something observes (metrics, traces, or JSON request lines). It leaves an ``Exchange`` in
-the request's state; the GraphQL view (``server.app``) fills in what only it knows (the
+the request's state; the GraphQL view (``server.http.app``) fills in what only it knows (the
 per-request context with its storage meter and the operation's name, the outcome, the
 error codes), and when the answer has gone the middleware counts the request
 (``server.metrics``), ends its span (``server.tracing``) and writes its line.

@@ -15,8 +15,8 @@ from resolvers.claims import ClaimMap, ClaimPath
 from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES
 from schema import SchemaOptions
 from server.demo import DEMO_PRODUCTS
-from server.forwarded import LOOPBACK_PROXIES, TrustedProxies
-from server.http_cache import CachePolicy
+from server.http.caching import CachePolicy
+from server.http.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.jwks import FetchLimits
 from server.logs import LogFormat
 from server.metrics import DEFAULT_MAX_OPERATIONS
@@ -399,7 +399,7 @@ class Settings(StorageSettings, TokenSettings):
     # connection (its subscriptions), per product, per client and per process (the distinct
     # resolutions: subscribers sharing a document, variables and view share one). Refused
     # over any of them: QUERY_TOO_COMPLEX for the first two, TOO_MANY_SUBSCRIPTIONS for the
-    # others (server.event_groups).
+    # others (server.http.event_groups).
     subscription_event_cost: int = Field(default=5, ge=0, le=100)
     subscription_connection_cost: int = Field(default=20, ge=1, le=10_000)
     subscription_product_cost: int = Field(default=200, ge=1, le=1_000_000)

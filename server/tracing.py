@@ -8,7 +8,7 @@ index, the items read and the capacity consumed. Spans leave in batches over OTL
 sampler ``OTEL_TRACES_SAMPLER``, and the resource ``OTEL_SERVICE_NAME`` and
 ``OTEL_RESOURCE_ATTRIBUTES``.
 
-Off, this module is not even imported (``server.app`` imports it only when the variable is
+Off, this module is not even imported (``server.http.app`` imports it only when the variable is
 set), and a request pays one check.
 """
 

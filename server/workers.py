@@ -40,10 +40,10 @@ from starlette.applications import Starlette
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess
 
-from server.app import create_app
+from server.http.app import create_app
+from server.http.head_limits import HeadLimits, HttpImplementation, guarded_protocol
 from server.logs import configure_logging
 from server.metrics import MULTIPROC_ENV, listener, multiprocess_registry
-from server.protocol import HeadLimits, HttpImplementation, guarded_protocol
 from server.runtime import Prepared, prepare
 from server.settings import Settings
 
@@ -74,7 +74,7 @@ class WorkerApp:
 
 class WorkerConfig(uvicorn.Config):
     """uvicorn's configuration as it travels to each worker, pickled: the HTTP protocol with
-    the head limits is a class made at run time (``server.protocol.guarded_protocol``),
+    the head limits is a class made at run time (``server.http.head_limits.guarded_protocol``),
     which pickle cannot name, so it travels as what it is made from and is made again on
     arrival."""
 

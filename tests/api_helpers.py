@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from resolvers.auth import mint
-from server.app import create_app
+from server.http.app import create_app
 from server.settings import Settings
 from storage.base.types import DynamoClient
 

@@ -14,8 +14,8 @@ from graphql import GraphQLError
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
-from server.event_groups import EventGroups, GroupKey, Member, Refused, result_bytes
-from server.subscriptions import TextFrames
+from server.http.event_groups import EventGroups, GroupKey, Member, Refused, result_bytes
+from server.http.subscriptions import TextFrames
 
 
 def _groups(**overrides: int) -> EventGroups:

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from server.cli import uvicorn_options
-from server.forwarded import TrustedProxies, client_address, parse_address
+from server.http.forwarded import TrustedProxies, client_address, parse_address
 from server.settings import Settings
 
 LOOPBACK = TrustedProxies.parse(["127.0.0.1", "::1"])

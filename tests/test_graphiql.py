@@ -17,8 +17,8 @@ import httpx
 import pytest
 from starlette.types import Message
 
-from server.app import create_app
-from server.graphiql import ASSETS, GraphiQLPage
+from server.http.app import create_app
+from server.http.graphiql import ASSETS, GraphiQLPage
 from server.runtime import DevTokens
 from server.settings import Settings
 from storage.engine.table import TableRef

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.http_cache import CachePolicy, none_match, strong_etag
+from server.http.caching import CachePolicy, none_match, strong_etag
 from server.settings import Settings
 from storage.engine.table import TableRef
 from storage.model.comments import NewComment

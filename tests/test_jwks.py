@@ -33,7 +33,7 @@ from resolvers.claims import ClaimMap, ClaimPath
 from resolvers.context import make_context
 from resolvers.errors import Unauthenticated
 from resolvers.keys import KeySet, parse_key_set
-from server.app import create_app
+from server.http.app import create_app
 from server.jwks import FetchLimits, KeyStore
 from server.runtime import open_worker, prepare
 from server.settings import Settings

@@ -13,7 +13,7 @@ import pytest
 from strawberry.http import GraphQLRequestData
 
 from schema.caches import MAX_CACHED_DOCUMENT_CHARS
-from server.persisted import PersistedQueries, load_manifest
+from server.http.persisted import PersistedQueries, load_manifest
 from server.transport import GRAPHQL_RESPONSE_JSON, Refused
 from storage.engine.table import TableRef
 from tests.api_helpers import Api, running_api

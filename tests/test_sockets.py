@@ -16,9 +16,7 @@ from websockets.exceptions import ConnectionClosed
 from reliability.live import LiveServer, live_server
 from reliability.subscriber import Closed, Subscriber, subscriber
 from resolvers.auth import mint
-from server.local_engine import LocalEngine
-from server.settings import Settings
-from server.sockets import (
+from server.http.sockets import (
     ADDRESS_FULL,
     PROCESS_FULL,
     TOKEN_FULL,
@@ -26,6 +24,8 @@ from server.sockets import (
     TRY_AGAIN_LATER,
     SocketPlaces,
 )
+from server.local_engine import LocalEngine
+from server.settings import Settings
 from tests.api_helpers import SECRET
 
 PER_PROCESS = 6

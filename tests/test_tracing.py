@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from server.app import create_app
+from server.http.app import create_app
 from server.settings import Settings
 from server.tracing import Tracing
 from storage.engine.table import TableRef

@@ -32,7 +32,7 @@ def visible(ctx: Context, comment: Comment | None) -> Comment | None:
     if comment is None:
         return None
     # A published comment is everyone's: the answer does not depend on who asks (and so
-    # may be kept by their browser, see server.app), and the viewer is not read for it.
+    # may be kept by their browser, see server.http.app), and the viewer is not read for it.
     if comment.published:
         return comment
     if not may_see(reader(ctx), comment):

@@ -34,35 +34,35 @@ from strawberry.types.unset import UNSET, UnsetType
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from schema.caches import DocumentCaches
-from server.event_groups import EventGroups
-from server.forwarded import client_address
-from server.graphiql import ASSET_PATH, GraphiQLPage
-from server.guards import (
+from server.http.caching import NO_STORE, Conditional
+from server.http.event_groups import EventGroups
+from server.http.forwarded import client_address
+from server.http.graphiql import ASSET_PATH, GraphiQLPage
+from server.http.guards import (
     BodyLimit,
     Cors,
     HeaderLimit,
     RequestId,
     SecurityHeaders,
 )
-from server.http_cache import NO_STORE, Conditional
-from server.metrics import Metrics, Outcome
-from server.observe import Observed, OperationName, exchange_of
-from server.persisted import PersistedQueries, load_manifest
-from server.runtime import Prepared, lifespan, runtime_of
-from server.settings import Settings
-from server.sockets import (
+from server.http.persisted import PersistedQueries, load_manifest
+from server.http.sockets import (
     CURRENT,
     TOKEN_FULL,
     TOO_MANY_FOR_TOKEN,
     TRY_AGAIN_LATER,
     SocketPlaces,
 )
-from server.subscriptions import (
+from server.http.subscriptions import (
     SubscriptionHandler,
     SubscriptionLimits,
     TextFrames,
     authorize,
 )
+from server.metrics import Metrics, Outcome
+from server.observe import Observed, OperationName, exchange_of
+from server.runtime import Prepared, lifespan, runtime_of
+from server.settings import Settings
 from server.transport import (
     GRAPHQL_RESPONSE_JSON,
     JSON,
@@ -108,7 +108,7 @@ class GraphQLApp(GraphQL[Context, None]):
     """Strawberry's ASGI view with our per-request context, speaking GraphQL over HTTP
     (server.transport): queries over GET and POST, mutations over POST, the response's
     media type and status from the Accept header and the result; subscriptions over
-    WebSocket (server.subscriptions)."""
+    WebSocket (server.http.subscriptions)."""
 
     graphql_transport_ws_handler_class = SubscriptionHandler
     websocket_adapter_class = TextFrames
@@ -135,7 +135,7 @@ class GraphQLApp(GraphQL[Context, None]):
             schema,
             graphql_ide="graphiql" if ide is not None else None,
             allow_queries_via_get=True,
-            # graphql-transport-ws only: its limits are ours (server.subscriptions).
+            # graphql-transport-ws only: its limits are ours (server.http.subscriptions).
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             connection_init_wait_timeout=timedelta(seconds=settings.connection_init_seconds),
             max_subscriptions_per_connection=None,
@@ -143,7 +143,7 @@ class GraphQLApp(GraphQL[Context, None]):
             allowed_origins=settings.cors_origins,
         )
         # WebSocket connections open now, and how many may be, in all and per client
-        # (server.sockets), whose address is server.forwarded's.
+        # (server.http.sockets), whose address is server.http.forwarded's.
         self.places = SocketPlaces(
             settings.max_websockets,
             settings.max_websockets_per_address,
@@ -229,7 +229,7 @@ class GraphQLApp(GraphQL[Context, None]):
                 )
                 response.headers["content-type"] = content_type(media_type)
                 if response.status_code == 200 and self.shareable(request, errors=errors):
-                    # server.http_cache.Conditional adds the ETag and answers 304s.
+                    # server.http.caching.Conditional adds the ETag and answers 304s.
                     response.headers["cache-control"] = self.cache.cache_control()
                 elif response.status_code == 200 and self.kept_privately(request, errors=errors):
                     response.headers["cache-control"] = self.cache.private_cache_control()
@@ -260,7 +260,7 @@ class GraphQLApp(GraphQL[Context, None]):
         return Response(orjson.dumps(body), media_type=JSON)
 
     async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A WebSocket connection, within its places (server.sockets): one more is accepted
+        """A WebSocket connection, within its places (server.http.sockets): one more is accepted
         and closed at once with 1013 (try again later), which graphql-ws retries."""
         place = self.places.take(client_address(scope, self.trusted_proxies), send)
         if isinstance(place, str):
@@ -378,7 +378,7 @@ class GraphQLApp(GraphQL[Context, None]):
             return PreExecutionError(data=None, errors=[error])
 
     async def render_graphql_ide(self, request: Request) -> Response:
-        # Our own page (server.graphiql), not Strawberry's, which loads GraphiQL from a CDN.
+        # Our own page (server.http.graphiql), not Strawberry's, which loads GraphiQL from a CDN.
         if self.ide is None:  # Strawberry asks only when the IDE is on
             raise HTTPException(404, "Not Found")
         # Only to a page asked for by a loopback name: a page under another Host may be a
@@ -420,7 +420,7 @@ class GraphQLApp(GraphQL[Context, None]):
         request_id = getattr(request.state, "request_id", None)
         if request_id is None:
             request_id = request.state.request_id = uuid.uuid4().hex
-        # Over WebSocket the token comes with connection_init only (server.subscriptions
+        # Over WebSocket the token comes with connection_init only (server.http.subscriptions
         # checks it there); a header on the upgrade would be an identity never checked.
         authorization = (
             None if isinstance(request, WebSocket) else request.headers.get("authorization")

@@ -2,7 +2,7 @@
 may keep, its validator (a strong ETag, the SHA-256 of the bytes sent) and 304 Not Modified
 on a matching If-None-Match.
 
-The view (server.app) decides which answers may be kept: anonymous queries over GET without
+The view (server.http.app) decides which answers may be kept: anonymous queries over GET without
 errors by anyone (public), and queries over GET with a token whose answer did not depend on
 it by the caller's own browser (private). This layer gives those, and only those, an ETag.
 It sits outside compression, so the tag is taken over the bytes as they are sent and every

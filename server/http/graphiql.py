@@ -21,7 +21,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 
-from server.guards import content_security_policy
+from server.http.guards import content_security_policy
 
 if TYPE_CHECKING:
     from server.runtime import DevTokens

@@ -16,7 +16,7 @@ Strawberry speaks the protocol; this module adds what a public server needs arou
   (an event carries the comment and the counters; listings are read over HTTP) or when
   one event could make more than ``event_cost`` storage calls; its points (those calls
   plus one) count against the connection's ``connection_cost`` for as long as it runs,
-  and against the product's and the process's budgets of server.event_groups, where
+  and against the product's and the process's budgets of server.http.event_groups, where
   subscriptions sharing a document, variables and view share one resolution per event.
 - **Limits.** Subscriptions per connection (TOO_MANY_SUBSCRIPTIONS as an ``error``
   message), per process (the same code), the wait for connection_init (4408,
@@ -78,10 +78,10 @@ from schema import SchemaOptions
 from schema.cost import Refusal, estimate, over_budget, select_operation
 from schema.errors import with_codes
 from server import metrics as process_metrics
-from server.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refused, bounded
-from server.forwarded import client_key
-from server.persisted import PersistedQueries
-from server.sockets import CURRENT
+from server.http.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refused, bounded
+from server.http.forwarded import client_key
+from server.http.persisted import PersistedQueries
+from server.http.sockets import CURRENT
 from server.transport import Refused as TransportRefused
 
 # Close code of a connection that held no subscription for the idle timeout (4000-4399 are
@@ -93,7 +93,7 @@ TOKEN_CHECK_SECONDS = 1.0
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionLimits:
-    """What the view's settings allow a connection (server.app makes it from them)."""
+    """What the view's settings allow a connection (server.http.app makes it from them)."""
 
     per_connection: int
     idle_seconds: float
@@ -101,7 +101,7 @@ class SubscriptionLimits:
     max_nodes: int
     suggestions: bool
     max_tokens: int = SchemaOptions().max_tokens
-    # Points (see server.event_groups) one event of a subscription may cost, beyond the
+    # Points (see server.http.event_groups) one event of a subscription may cost, beyond the
     # one of resolving it, and that a connection's subscriptions may cost together.
     event_cost: int = 5
     connection_cost: int = 20
@@ -173,7 +173,7 @@ class Accepted:
 class _Operations:
     """The schema as one connection's handler sees it: each operation checked against the
     document policy, charged to the connection's budget, and joined to the process's group
-    of the same document (server.event_groups), whose one resolution per event it shares."""
+    of the same document (server.http.event_groups), whose one resolution per event it shares."""
 
     def __init__(self, schema: BaseSchema, handler: SubscriptionHandler) -> None:
         self.schema = schema
@@ -342,7 +342,7 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # The view is server.app's GraphQLApp, which carries them.
+        # The view is server.http.app's GraphQLApp, which carries them.
         self.limits: SubscriptionLimits = self.view.subscription_limits  # type: ignore[attr-defined]
         self.groups: EventGroups = self.view.event_groups  # type: ignore[attr-defined]
         self.persisted: PersistedQueries = self.view.persisted  # type: ignore[attr-defined]

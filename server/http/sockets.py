@@ -1,7 +1,7 @@
 """Places for WebSocket connections in one process, so that no client can take them all.
 
 A connection takes three kinds of place: one of the process's (``MAX_WEBSOCKETS``), one of
-its client address's (``MAX_WEBSOCKETS_PER_ADDRESS``, the address server.forwarded gives,
+its client address's (``MAX_WEBSOCKETS_PER_ADDRESS``, the address server.http.forwarded gives,
 an IPv6 client counted by its /64) when it is opened, and one of its token holder's
 (``MAX_WEBSOCKETS_PER_TOKEN``, by the token's subject, so that fresh tokens of one holder
 share them) when connection_init brings a token. Past either of the first two the socket
@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from starlette.types import Message, Send
 
-from server.forwarded import IPAddress, client_key
+from server.http.forwarded import IPAddress, client_key
 
 # Close codes: the process or the address has no place left (RFC 6455's "try again later"),
 # the token's holder has none (4000-4399 are the application's; the protocol's are 44xx).
@@ -69,7 +69,7 @@ class SocketPlaces:
     per_address: int
     per_token: int
     open: int = 0
-    # Sockets per client (server.forwarded.client_key: an IPv6 client is its /64).
+    # Sockets per client (server.http.forwarded.client_key: an IPv6 client is its /64).
     addresses: Counter[str] = field(default_factory=Counter)
     holders: Counter[str] = field(default_factory=Counter)
 

@@ -14,7 +14,7 @@ Budgets, in points (the storage calls one event may make, as schema.cost estimat
 document, plus one for resolving it at all), charged once when a subscription starts and
 given back when it ends:
 
-- per subscription and per connection: the handler's (server.subscriptions);
+- per subscription and per connection: the handler's (server.http.subscriptions);
 - per product: the points of the distinct groups on one product, which bound the work one
   write to it makes in this process, however many subscribe (``product_cost``);
 - per client (an IPv4 address or an IPv6 /64): the points of the groups it started and
@@ -31,7 +31,7 @@ Buffers: a group holds no events (it hands each result out as it comes); each me
 holds at most ``queue_size`` results, references to the group's one copy, each at most
 ``max_bytes`` of JSON (a larger event, or a larger list of errors, ends the group with
 QUERY_TOO_COMPLEX). A member that falls that far behind is ended with TOO_SLOW, alone. What
-is encoded for a connection is its own: server.subscriptions encodes and sends one message
+is encoded for a connection is its own: server.http.subscriptions encodes and sends one message
 of a connection at a time, so a connection holds at most one encoded event beyond what
 its socket is sending.
 """
@@ -142,7 +142,7 @@ class Member:
 
     group: Group
     queue_size: int
-    # The client (server.forwarded.client_key) the subscription is of.
+    # The client (server.http.forwarded.client_key) the subscription is of.
     client: str = "-"
     _queue: deque[ExecutionResult] = field(default_factory=deque)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -223,7 +223,7 @@ class EventGroups:
         self, key: GroupKey, product_id: str, points: int, start: Start, client: str = "-"
     ) -> Member:
         """A member of the group of ``key``, made (and started with ``start``) if there is
-        none, for ``client`` (server.forwarded.client_key). Raises Refused over a budget of
+        none, for ``client`` (server.http.forwarded.client_key). Raises Refused over a budget of
         the product, the client or the process."""
         if self.members >= self.max_members:
             raise Refused(

@@ -4,7 +4,7 @@ errors for requests refused before GraphQL could read them (CORS preflights incl
 
 Pure ASGI middleware (no response buffering), so streaming passes through untouched. The
 limits that must hold before a request reaches the app at all (the head's size and time to
-arrive) are in server.protocol.
+arrive) are in server.http.head_limits.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Sent on every response: no MIME sniffing, no referrer leaks, and never kept by caches
 # unless the response says otherwise (the view makes anonymous GET queries public, see
-# server.http_cache).
+# server.http.caching).
 COMMON_HEADERS = {
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
     "cache-control": "no-store",
 }
 # Sent on HTML (the GraphiQL page) as well: no framing, nothing loaded from elsewhere than
-# this server (server.graphiql serves the pinned IDE assets).
+# this server (server.http.graphiql serves the pinned IDE assets).
 HTML_HEADERS = {
     "x-frame-options": "DENY",
     "cross-origin-opener-policy": "same-origin",
@@ -176,7 +176,7 @@ class RequestId:
 
 class HeaderLimit:
     """Refuses requests with more than ``max_headers`` header fields or a head over
-    ``max_bytes`` with 431. server.protocol enforces the byte cap (and, with httptools, the
+    ``max_bytes`` with 431. server.http.head_limits enforces the byte cap (and, with httptools, the
     count) while the head arrives; this check holds under any server and HTTP implementation
     (h11 counts nothing), and its refusal passes through CORS."""
 

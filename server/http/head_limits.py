@@ -23,7 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from server.guards import COMMON_HEADERS, error_body
+from server.http.guards import COMMON_HEADERS, error_body
 
 log = logging.getLogger("comments.server")
 
