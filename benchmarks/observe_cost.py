@@ -24,7 +24,7 @@ import httpx
 from benchmarks import data
 from benchmarks.fake_dynamo import FakeDynamo
 from server.http.app import create_app
-from server.metrics import Metrics
+from server.observability.metrics import Metrics
 from server.settings import Settings
 from storage.engine.metering import Meter
 from storage.engine.table import TableRef

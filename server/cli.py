@@ -26,7 +26,7 @@ from server.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, guarded_protocol
 from server.local_engine import EngineError, LocalEngine
-from server.logs import configure_logging, uvicorn_log_config
+from server.observability.logs import configure_logging, uvicorn_log_config
 from server.progress import progress_bar
 from server.runtime import DEV_TOKEN_LIFETIME
 from server.secret_file import dev_secret_path, secret_from_file
@@ -480,7 +480,7 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         # (the app refuses sockets past MAX_WEBSOCKETS), so HTTP keeps MAX_CONNECTIONS.
         "limit_concurrency": settings.max_connections + settings.max_websockets,
         "server_header": False,
-        # As JSON, the request line (server.observe) is the access log.
+        # As JSON, the request line (server.observability.middleware) is the access log.
         "access_log": settings.access_log and settings.log_format == "text",
         **({} if log_config is None else {"log_config": log_config}),
         # A WebSocket message may be as large as a request body, not uvicorn's 16 MiB.

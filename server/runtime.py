@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 from starlette.applications import Starlette
 
 from resolvers.auth import TokenRules, mint
-from server import metrics as process_metrics
 from server.demo import demo_comments
 from server.jwks import KeyStore
 from server.local_engine import LocalEngine
-from server.metrics import Metrics, listener
+from server.observability import metrics as process_metrics
+from server.observability.metrics import Metrics, listener
 from server.progress import progress_bar
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
@@ -53,7 +53,7 @@ from storage.writes import WriteLimits
 from storage.writes.ballots import VoteLanes
 
 if TYPE_CHECKING:
-    from server.tracing import Tracing
+    from server.observability.tracing import Tracing
 
 log = logging.getLogger("comments.server")
 
@@ -131,8 +131,8 @@ def lifespan(
     """Starlette's ``lifespan`` for these settings. ``client`` lets tests supply storage;
     otherwise the lifespan opens it (and starts DynamoDB Local first when no endpoint is
     configured). ``prepared``: a worker's, whose parent did the shared start-up. ``metrics``
-    are made the process's (``server.metrics``), with their own listener where the settings
-    ask for one and no parent serves them; ``tracing`` is closed last."""
+    are made the process's (``server.observability.metrics``), with their own listener where
+    the settings ask for one and no parent serves them; ``tracing`` is closed last."""
 
     @asynccontextmanager
     async def run(app: Starlette) -> AsyncIterator[None]:

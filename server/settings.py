@@ -18,8 +18,8 @@ from server.demo import DEMO_PRODUCTS
 from server.http.caching import CachePolicy
 from server.http.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.jwks import FetchLimits
-from server.logs import LogFormat
-from server.metrics import DEFAULT_MAX_OPERATIONS
+from server.observability.logs import LogFormat
+from server.observability.metrics import DEFAULT_MAX_OPERATIONS
 from server.secret_file import SECRET_MIN_BYTES, secret_from_file
 from storage.engine.client import ClientSettings
 from storage.live.feed import DEFAULT_QUEUE

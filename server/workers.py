@@ -42,8 +42,8 @@ from uvicorn.supervisors.multiprocess import Multiprocess
 
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, HttpImplementation, guarded_protocol
-from server.logs import configure_logging
-from server.metrics import MULTIPROC_ENV, listener, multiprocess_registry
+from server.observability.logs import configure_logging
+from server.observability.metrics import MULTIPROC_ENV, listener, multiprocess_registry
 from server.runtime import Prepared, prepare
 from server.settings import Settings
 

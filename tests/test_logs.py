@@ -12,7 +12,7 @@ import httpx
 
 from reliability.live import live_server
 from server.local_engine import LocalEngine
-from server.logs import JsonFormatter
+from server.observability.logs import JsonFormatter
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 

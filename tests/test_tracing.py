@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from server.http.app import create_app
+from server.observability.tracing import Tracing
 from server.settings import Settings
-from server.tracing import Tracing
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 

@@ -59,8 +59,8 @@ from server.http.subscriptions import (
     TextFrames,
     authorize,
 )
-from server.metrics import Metrics, Outcome
-from server.observe import Observed, OperationName, exchange_of
+from server.observability.metrics import Metrics, Outcome
+from server.observability.middleware import Observed, OperationName, exchange_of
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
 from server.transport import (
@@ -78,7 +78,7 @@ from storage.base.types import DynamoClient
 from storage.engine.health import ping
 
 if TYPE_CHECKING:
-    from server.tracing import Tracing
+    from server.observability.tracing import Tracing
 
 log = logging.getLogger("comments.server")
 
@@ -126,7 +126,7 @@ class GraphQLApp(GraphQL[Context, None]):
             ),
             caches=self.caches,
         )
-        # Observed requests (server.observe) carry the operation's name, which the
+        # Observed requests (server.observability.middleware) carry the operation's name, which the
         # document gives when the request does not.
         named = (OperationName,) if observed else ()
         # Last, so that it sees what the extensions before it decided.
@@ -570,7 +570,7 @@ def create_app(
     if settings.metrics_mode != "off":
         metrics = Metrics(max_operations=settings.metrics_operations)
     if tracing is None and settings.tracing_on:
-        from server.tracing import Tracing
+        from server.observability.tracing import Tracing
 
         tracing = Tracing.otlp()
     observed = metrics is not None or tracing is not None or settings.request_lines

@@ -77,11 +77,11 @@ from resolvers.errors import Unauthenticated
 from schema import SchemaOptions
 from schema.cost import Refusal, estimate, over_budget, select_operation
 from schema.errors import with_codes
-from server import metrics as process_metrics
 from server.http.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refused, bounded
 from server.http.forwarded import client_key
 from server.http.persisted import PersistedQueries
 from server.http.sockets import CURRENT
+from server.observability import metrics as process_metrics
 from server.transport import Refused as TransportRefused
 
 # Close code of a connection that held no subscription for the idle timeout (4000-4399 are

@@ -2,7 +2,8 @@
 
 As JSON, every line is one object with ``time`` (UTC, ISO 8601), ``level``, ``logger`` and
 ``message``, and whatever fields the line carries (``extra={"fields": {...}}``); uvicorn's
-lines are formatted the same way. The request line (``server.observe``) is one of them.
+lines are formatted the same way. The request line (``server.observability.middleware``) is
+one of them.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ something observes (metrics, traces, or JSON request lines). It leaves an ``Exch
 the request's state; the GraphQL view (``server.http.app``) fills in what only it knows (the
 per-request context with its storage meter and the operation's name, the outcome, the
 error codes), and when the answer has gone the middleware counts the request
-(``server.metrics``), ends its span (``server.tracing``) and writes its line.
+(``server.observability.metrics``), ends its span (``server.observability.tracing``) and
+writes its line.
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context
-from server.metrics import Metrics, Outcome
+from server.observability.metrics import Metrics, Outcome
 
 if TYPE_CHECKING:
-    from server.tracing import Tracing
+    from server.observability.tracing import Tracing
 
 log = logging.getLogger("comments.requests")
 
 # Where the exchange lives in the request's state (``request.state.exchange``).
 EXCHANGE = "exchange"
 # Operation names past this length are cut in spans and log lines (metrics bound them
-# otherwise, see server.metrics).
+# otherwise, see server.observability.metrics).
 MAX_NAME_CHARS = 100
 
 
@@ -115,7 +116,7 @@ class Observed:
         self.tracing = tracing
         self.request_lines = request_lines
         if tracing is not None:
-            from server.tracing import annotate_request
+            from server.observability.tracing import annotate_request
 
             self.annotate = annotate_request
 

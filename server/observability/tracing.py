@@ -1,6 +1,6 @@
 """OpenTelemetry traces, on when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set.
 
-A span per HTTP request (``server.observe``), its parent taken from the request's
+A span per HTTP request (``server.observability.middleware``), its parent taken from the request's
 ``traceparent`` header (W3C trace context, or what ``OTEL_PROPAGATORS`` names), and a
 child span per storage call (``TracedClient``), with the DynamoDB operation, the table and
 index, the items read and the capacity consumed. Spans leave in batches over OTLP
