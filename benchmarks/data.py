@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from server.demo import synthetic_comments
-from server.progress import progress_bar
+from server.dev.demo import synthetic_comments
+from server.dev.progress import progress_bar
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import Comment
 from storage.ops.bulk import load_new_products

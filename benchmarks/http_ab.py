@@ -31,7 +31,7 @@ from benchmarks.http_bench import CONFIGS, ROOT, cpu_seconds, server
 from benchmarks.inprocess import QUERY, Runner, position_for
 from benchmarks.loadgen import run_load
 from benchmarks.run import TABLE, kinds, small_products
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 

@@ -15,7 +15,7 @@ from typing import Any
 from benchmarks.inprocess import percentile
 from benchmarks.loadgen import run_load
 from reliability.live import server_process
-from server.local_engine import free_port
+from server.dev.local_engine import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-secret-" + "x" * 32

@@ -26,9 +26,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from server.demo import LANGUAGES, PHRASES, RATINGS
-from server.local_engine import LocalEngine
-from server.progress import progress_bar
+from server.dev.demo import LANGUAGES, PHRASES, RATINGS
+from server.dev.local_engine import LocalEngine
+from server.dev.progress import progress_bar
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.model import keys

@@ -29,8 +29,8 @@ from typing import Any
 
 from benchmarks import lifecycle_report, verified_reads, write_costs
 from benchmarks.report import HERE
-from server.demo import synthetic_comments
-from server.local_engine import LocalEngine
+from server.dev.demo import synthetic_comments
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 

@@ -38,7 +38,7 @@ from benchmarks.report import HERE
 from reliability.live import LiveServer, live_server, rss_bytes
 from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client, open_streams_client
 from storage.engine.table import TableRef, create_table
 from storage.live.feed import Feed

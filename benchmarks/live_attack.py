@@ -45,7 +45,7 @@ from reliability.live import LiveServer, live_server
 from reliability.scrape import parse_scrape, sample
 from reliability.subscriber import subscriber
 from resolvers.auth import mint
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import create_table
 

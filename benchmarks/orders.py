@@ -39,8 +39,8 @@ from typing import Any
 
 from benchmarks import data
 from benchmarks.report import HERE
-from server.demo import synthetic_comments
-from server.local_engine import LocalEngine
+from server.dev.demo import synthetic_comments
+from server.dev.local_engine import LocalEngine
 from storage.base.expressions import Attr, Condition, all_of, query_request
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.metering import Meter, MeteredClient

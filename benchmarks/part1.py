@@ -49,8 +49,8 @@ from benchmarks.part1_design import (
     open_streams,
 )
 from benchmarks.report import HERE
-from server.demo import synthetic_comments
-from server.local_engine import LocalEngine
+from server.dev.demo import synthetic_comments
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient, Item
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef

@@ -43,9 +43,9 @@ from benchmarks.loadgen import LoadResult, get_request, run_requests
 from reliability.live import LiveServer, live_server
 from reliability.nginx import LiveNginx, live_nginx
 from resolvers.auth import mint
-from server.demo import synthetic_comments
+from server.dev.demo import synthetic_comments
+from server.dev.local_engine import LocalEngine
 from server.http.persisted import sha256_hex
-from server.local_engine import LocalEngine
 from server.settings import Settings
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.baselines import blog_fan_out
-from server.demo import LANGUAGES, RATINGS
-from server.local_engine import LocalEngine
+from server.dev.demo import LANGUAGES, RATINGS
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.model import keys

@@ -29,7 +29,7 @@ from benchmarks.inprocess import (
     position_for,
     walk_amplification,
 )
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.model import keys

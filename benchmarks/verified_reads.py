@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks import data
 from benchmarks.baselines import BaselinePage, blog_fan_out, naive_filter
-from server.demo import synthetic_comments
+from server.dev.demo import synthetic_comments
 from storage.base.types import DynamoClient
 from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef

@@ -45,7 +45,7 @@ from typing import Any
 
 from benchmarks.inprocess import percentile
 from benchmarks.report import HERE, save_result
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageError, StorageUnavailable, WriteConflict
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.conflicts import AwsConflicts, item_key

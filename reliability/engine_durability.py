@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef

@@ -18,7 +18,7 @@ from typing import IO
 import httpx
 
 from resolvers.auth import mint
-from server.local_engine import LocalEngine, free_port
+from server.dev.local_engine import LocalEngine, free_port
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.ops.verify import Report, verify

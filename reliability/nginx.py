@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reliability.live import wait_until_answers
-from server.local_engine import free_port
+from server.dev.local_engine import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "deploy" / "nginx.conf"

@@ -32,7 +32,7 @@ import httpx
 from reliability.live import LiveServer, live_server
 from reliability.responses import refusal
 from resolvers.auth import mint
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.ops.verify import verify

@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 from reliability.responses import refusal
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 
 PAGE = """query($pid: ID!, $lang: String, $ratings: [Int!], $first: Int, $after: String,
                  $last: Int, $before: String) {

@@ -22,12 +22,12 @@ from resolvers.auth import mint
 from resolvers.errors import ApiError
 from resolvers.pages import page_request
 from schema import build_schema
-from server.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
+from server.dev.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
+from server.dev.local_engine import EngineError, LocalEngine
+from server.dev.progress import progress_bar
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, guarded_protocol
-from server.local_engine import EngineError, LocalEngine
 from server.observability.logs import configure_logging, uvicorn_log_config
-from server.progress import progress_bar
 from server.runtime import DEV_TOKEN_LIFETIME
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import (

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 from starlette.applications import Starlette
 
 from resolvers.auth import TokenRules, mint
-from server.demo import demo_comments
+from server.dev.demo import demo_comments
+from server.dev.local_engine import LocalEngine
+from server.dev.progress import progress_bar
 from server.jwks import KeyStore
-from server.local_engine import LocalEngine
 from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, listener
-from server.progress import progress_bar
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
 from storage.base.errors import StorageError

@@ -14,7 +14,7 @@ from resolvers.auth import DEFAULT_MAX_LIFETIME
 from resolvers.claims import ClaimMap, ClaimPath
 from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES
 from schema import SchemaOptions
-from server.demo import DEMO_PRODUCTS
+from server.dev.demo import DEMO_PRODUCTS
 from server.http.caching import CachePolicy
 from server.http.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.jwks import FetchLimits

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table

@@ -21,8 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server import local_engine
-from server.local_engine import EngineError, LocalEngine, free_port
+from server.dev import local_engine
+from server.dev.local_engine import EngineError, LocalEngine, free_port
 
 SKIP = 77
 INTERFACE = "probe0"

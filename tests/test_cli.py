@@ -7,7 +7,7 @@ import pytest
 
 from resolvers.auth import ALGORITHM, TokenRules, authenticate
 from server.cli import main as cli_main
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from tests.api_helpers import SECRET
 
 ISSUER = "https://auth.shop.example"

@@ -10,7 +10,7 @@ import pytest
 from aiobotocore.parsers import AioJSONParser
 from aiobotocore.session import AioSession
 
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import (
     USER_AGENT,
     ClientSettings,

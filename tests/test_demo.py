@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from server.demo import demo_comments
+from server.dev.demo import demo_comments
 from storage.base.errors import InvalidInput
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, PageRequest, Status

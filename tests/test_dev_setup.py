@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from reliability.live import live_server
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from server.runtime import local_url
 from server.settings import DEV_CORS_ORIGINS, Settings
 from storage.engine.table import TableRef

@@ -18,7 +18,7 @@ from botocore.credentials import Credentials as BotocoreCredentials
 from botocore.exceptions import ClientError
 from botocore.exceptions import EndpointConnectionError as EngineUnreachable
 
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.errors import EngineFault, TableMissing, Throttled
 from storage.base.types import Response
 from storage.engine.client import ClientSettings, open_client

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reliability.proxy import Fault, FaultProxy
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef

@@ -12,7 +12,7 @@ from graphql import build_schema
 from reliability.fuzz import check_response, fuzz
 from reliability.live import ROOT, LiveServer, live_server
 from resolvers.auth import mint
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from storage.ops.verify import verify
 from tests.api_helpers import SECRET

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reliability.live import live_server
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table

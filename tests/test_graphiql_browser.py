@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Page, Request, sync_playwright
 
 from reliability.live import LiveServer, live_server
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from tests.api_helpers import SECRET, token
 
 ROOT = Path(__file__).resolve().parent.parent

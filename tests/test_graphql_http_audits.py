@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from reliability.live import ROOT, LiveServer, live_server
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 

@@ -21,7 +21,7 @@ import pytest
 from pydantic import ValidationError
 
 from reliability.live import LiveServer, live_server
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from server.settings import Settings
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api

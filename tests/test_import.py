@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 
 from server.cli import main as cli_main
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.errors import InvalidInput, StorageUnavailable
 from storage.base.types import DynamoClient, Response
 from storage.engine.table import TableRef

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server import local_engine
-from server.local_engine import EngineError, LocalEngine
-from server.loopback import listening_sockets, parse_listening
+from server.dev import local_engine
+from server.dev.local_engine import EngineError, LocalEngine
+from server.dev.loopback import listening_sockets, parse_listening
 from storage.engine.client import is_local_endpoint
 from tests import netns_probe
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from reliability.live import live_server
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from server.observability.logs import JsonFormatter
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET

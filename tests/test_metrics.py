@@ -16,9 +16,9 @@ import pytest
 
 from reliability.scrape import Samples, parse_scrape
 from reliability.scrape import sample as value
+from server.dev.local_engine import free_port
 from server.http.app import create_app
 from server.http.persisted import sha256_hex
-from server.local_engine import free_port
 from server.observability import metrics
 from server.observability.metrics import OPERATION_NAME, BoundedLabel
 from server.settings import Settings

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from server.cli import main as cli_main
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
 from storage.engine.client import ClientSettings, open_client

@@ -26,7 +26,7 @@ from benchmarks.part1_design import (
     rating_key,
     rating_sets,
 )
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient, Item
 
 LANGUAGES = ("en", "de", "fr")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.progress import progress_bar
+from server.dev.progress import progress_bar
 
 
 def test_redraws_once_per_percent_and_ends_the_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,9 +27,9 @@ from reliability.live import LiveServer, live_server
 from reliability.nginx import CONFIG, LiveNginx, NginxError, live_nginx, render
 from reliability.subscriber import Closed, Subscriber, subscriber
 from server.cli import WS_PING_SECONDS
+from server.dev.local_engine import LocalEngine
 from server.http.persisted import sha256_hex
 from server.http.sockets import ADDRESS_FULL
-from server.local_engine import LocalEngine
 from server.settings import Settings
 from tests.api_helpers import SECRET, token
 

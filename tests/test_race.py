@@ -6,7 +6,7 @@ import pytest
 
 from reliability.live import live_server
 from reliability.race import run_race
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
 from tests.helpers import own_table

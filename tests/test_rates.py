@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.errors import WriteRateLimited
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from reliability.live import LiveServer, live_server, rss_bytes
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from storage.model.comments import NewComment
 from tests.api_helpers import SECRET

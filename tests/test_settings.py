@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from resolvers.auth import TokenRules
 from schema import SchemaOptions
 from server.cli import build_parser, main, storage_settings, token_settings, uvicorn_options
-from server.demo import DEMO_PRODUCTS
+from server.dev.demo import DEMO_PRODUCTS
 from server.runtime import DEV_TOKEN_LIFETIME
 from server.settings import Settings
 from storage.engine.client import ClientSettings

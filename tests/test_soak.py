@@ -16,7 +16,7 @@ import pytest
 from reliability.live import LiveServer, live_server
 from reliability.soak import ENGINE_WINDOW, Driver, Losses, SoakReport, losses, snapshot
 from resolvers.auth import mint
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import NewComment

@@ -16,6 +16,7 @@ from websockets.exceptions import ConnectionClosed
 from reliability.live import LiveServer, live_server
 from reliability.subscriber import Closed, Subscriber, subscriber
 from resolvers.auth import mint
+from server.dev.local_engine import LocalEngine
 from server.http.sockets import (
     ADDRESS_FULL,
     PROCESS_FULL,
@@ -24,7 +25,6 @@ from server.http.sockets import (
     TRY_AGAIN_LATER,
     SocketPlaces,
 )
-from server.local_engine import LocalEngine
 from server.settings import Settings
 from tests.api_helpers import SECRET
 

@@ -12,7 +12,7 @@ import aioboto3
 import pytest
 from botocore.exceptions import ClientError
 
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.table import TableRef
 from storage.live.events import (

@@ -19,8 +19,8 @@ from reliability.live import LiveServer, live_server
 from reliability.scrape import parse_scrape, sample
 from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
+from server.dev.local_engine import LocalEngine
 from server.http.persisted import sha256_hex
-from server.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import create_table
 from tests.api_helpers import SECRET

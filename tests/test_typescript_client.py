@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reliability.live import ROOT, LiveServer, live_server
-from server.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef, create_table
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table

@@ -25,9 +25,9 @@ from reliability.live import COMMENTS, ROOT, LiveServer, live_server
 from reliability.responses import refusal
 from reliability.scrape import parse_scrape, sample
 from resolvers.auth import mint
+from server.dev.local_engine import LocalEngine, free_port
 from server.http.head_limits import HeadLimits
 from server.http.persisted import sha256_hex
-from server.local_engine import LocalEngine, free_port
 from server.runtime import DevTokens, Prepared
 from server.settings import Settings
 from server.workers import WorkerApp, WorkerConfig

