@@ -13,10 +13,10 @@ import asyncio
 import uvicorn
 
 from benchmarks import data
-from benchmarks.fake_dynamo import FakeDynamo
 from server.http.app import create_app
 from server.settings import Settings
 from storage.engine.table import TableRef
+from testing.fake_dynamo import FakeDynamo
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 from benchmarks.inprocess import percentile
 from benchmarks.loadgen import run_load
-from reliability.live import server_process
 from server.dev.local_engine import free_port
+from testing.live_server import server_process
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-secret-" + "x" * 32

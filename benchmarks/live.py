@@ -35,8 +35,6 @@ from typing import Any
 import httpx
 
 from benchmarks.report import HERE
-from reliability.live import LiveServer, live_server, rss_bytes
-from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client, open_streams_client
@@ -45,6 +43,8 @@ from storage.live.feed import Feed
 from storage.live.stream import StreamFollower, stream_arn
 from storage.reads.reader import batch_get_counts
 from storage.reads.snapshots import PlanMemory
+from testing.live_server import LiveServer, live_server, rss_bytes
+from testing.subscriber import Subscriber, subscriber
 
 TABLE = "live_bench"
 PRODUCTS = 10

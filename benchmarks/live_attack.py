@@ -41,13 +41,13 @@ import httpx
 
 from benchmarks.live import quantile, say
 from benchmarks.report import save_result
-from reliability.live import LiveServer, live_server
-from reliability.scrape import parse_scrape, sample
-from reliability.subscriber import subscriber
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import create_table
+from testing.live_server import LiveServer, live_server
+from testing.scrape import parse_scrape, sample
+from testing.subscriber import subscriber
 
 TABLE = "live_attack"
 PRODUCT = "attacked"

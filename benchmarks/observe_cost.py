@@ -22,12 +22,12 @@ from contextlib import AsyncExitStack
 import httpx
 
 from benchmarks import data
-from benchmarks.fake_dynamo import FakeDynamo
 from server.http.app import create_app
 from server.observability.metrics import Metrics
 from server.settings import Settings
 from storage.engine.metering import Meter
 from storage.engine.table import TableRef
+from testing.fake_dynamo import FakeDynamo
 
 PAGE = """query ProductPage($pid: ID!) { product(productId: $pid) { stats { total average }
   comments(first: 20) { totalCount nodes { commentId rating title body createdAt }

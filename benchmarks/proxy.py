@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.proxy [--quick] [--seed 7]
 
 Starts DynamoDB Local in memory, loads products with the project's seeder, runs one server
-and nginx in front of it on loopback (``reliability.nginx``), registers a product page's
+and nginx in front of it on loopback (``testing.nginx``), registers a product page's
 persisted query (the product's counters and its first 20 comments), then
 
 - sends the same closed-loop load of product-page GETs by hash, over many products with a
@@ -40,8 +40,6 @@ from benchmarks import data
 from benchmarks.http_bench import cpu_seconds
 from benchmarks.inprocess import percentile
 from benchmarks.loadgen import LoadResult, get_request, run_requests
-from reliability.live import LiveServer, live_server
-from reliability.nginx import LiveNginx, live_nginx
 from resolvers.auth import mint
 from server.dev.demo import synthetic_comments
 from server.dev.local_engine import LocalEngine
@@ -49,6 +47,8 @@ from server.http.persisted import sha256_hex
 from server.settings import Settings
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
+from testing.live_server import LiveServer, live_server
+from testing.nginx import LiveNginx, live_nginx
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

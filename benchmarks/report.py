@@ -37,7 +37,7 @@ NOTES = [
     "and often needs its range round: see the head-room sweep for the trade of items read "
     "against rounds.",
     "- The floor is the same server, schema and queries with storage replaced by an in-memory "
-    "fake holding the same data (`benchmarks/fake_dynamo.py`, checked against the oracle in "
+    "fake holding the same data (`testing/fake_dynamo.py`, checked against the oracle in "
     "the test suite); the gap to it is mostly botocore's per-call CPU (request building, "
     "signing, response parsing), about 1 ms a call here.",
     "- `FAST_ATTRIBUTE_PARSING` hands DynamoDB attribute values over as decoded from JSON "

@@ -3,7 +3,7 @@
 Each create is one TransactWriteItems of the comment (its real item, ``comment_to_item``,
 with every index key a published comment has) and the product's ``S`` item with its
 leaderboard entry in the product's home shard (``storage.model.leaderboard``), sent to the
-benchmark's in-memory DynamoDB (``benchmarks.fake_dynamo``) through ``ThrottledDynamo``: every index
+benchmark's in-memory DynamoDB (``testing.fake_dynamo``) through ``ThrottledDynamo``: every index
 partition a write puts an entry in draws one write unit (items under 1 KB) from a token
 bucket of ``PARTITION_WCU`` units per second holding at most a tenth of a second of them
 (DynamoDB caps a partition's rate; the bucket only smooths arrivals), in simulated time.
@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.fake_dynamo import FakeDynamo
 from benchmarks.scale_model import (
     PARTITION_WCU,
     shard_shares,
@@ -48,6 +47,7 @@ from storage.model.comments import NewComment
 from storage.model.indexes import Index
 from storage.model.items import comment_to_item
 from storage.model.leaderboard import home_partition, is_leader_partition
+from testing.fake_dynamo import FakeDynamo
 
 TABLE = "comments"
 # A partition's bucket holds this many seconds of its rate.

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from schemathesis.core.result import Err
 from schemathesis.graphql import nodes
 
-from reliability.live import ROOT, rig
+from testing.live_server import ROOT, rig
 
 # The top-level error codes of contract v2 (input problems of mutations are userErrors).
 CODES = frozenset(

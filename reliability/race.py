@@ -29,13 +29,13 @@ from typing import Any
 
 import httpx
 
-from reliability.live import LiveServer, live_server
-from reliability.responses import refusal
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.ops.verify import verify
+from testing.live_server import LiveServer, live_server
+from testing.responses import refusal
 
 CREATE = """mutation($input: CreateCommentInput!) {
   createComment(input: $input) {

@@ -37,8 +37,8 @@ from typing import Any
 
 import httpx
 
-from reliability.responses import refusal
 from server.dev.local_engine import LocalEngine
+from testing.responses import refusal
 
 PAGE = """query($pid: ID!, $lang: String, $ratings: [Int!], $first: Int, $after: String,
                  $last: Int, $before: String) {
@@ -363,7 +363,7 @@ async def soak(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from reliability.live import rig, rss_bytes
+    from testing.live_server import rig, rss_bytes
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)

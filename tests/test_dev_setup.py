@@ -12,11 +12,11 @@ import httpx
 import pytest
 import yaml
 
-from reliability.live import live_server
 from server.dev.local_engine import LocalEngine
 from server.runtime import local_url
 from server.settings import DEV_CORS_ORIGINS, Settings
 from storage.engine.table import TableRef
+from testing.live_server import live_server
 from tests.api_helpers import SECRET
 
 ROOT = Path(__file__).resolve().parent.parent

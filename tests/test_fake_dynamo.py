@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.fake_dynamo import FakeDynamo
 from storage.base.errors import TransactionCancelled
 from storage.base.expressions import Attr, put_request
 from storage.engine.table import TableRef, create_table
@@ -15,6 +14,7 @@ from storage.model.comments import Comment, Direction, ListingFilter, PageReques
 from storage.ops.bulk import load_new_products
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import get_counts, moderation_queue, queue_length
+from testing.fake_dynamo import FakeDynamo
 from tests.helpers import oracle, stamp, walk
 
 

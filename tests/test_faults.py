@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from reliability.proxy import Fault, FaultProxy
 from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.model.comments import NewComment
 from storage.ops.verify import verify
+from testing.fault_proxy import Fault, FaultProxy
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, own_table, stamp
 

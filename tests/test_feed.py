@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.fake_dynamo import FakeDynamo
 from storage.base.types import Item, Response
 from storage.engine.table import TableRef
 from storage.live.events import EventKind, Listing
@@ -23,6 +22,7 @@ from storage.model.comments import Comment, RatingCounts, Status
 from storage.model.items import comment_key, comment_to_item
 from storage.model.stats import stats_key
 from storage.reads.snapshots import PlanMemory
+from testing.fake_dynamo import FakeDynamo
 
 IDS = [f"{n:032x}" for n in range(1, 7)]
 LISTINGS = [

@@ -10,11 +10,11 @@ import pytest
 from graphql import build_schema
 
 from reliability.fuzz import check_response, fuzz
-from reliability.live import ROOT, LiveServer, live_server
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from storage.ops.verify import verify
+from testing.live_server import ROOT, LiveServer, live_server
 from tests.api_helpers import SECRET
 from tests.helpers import own_table
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from reliability.live import live_server
 from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
+from testing.live_server import live_server
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table
 

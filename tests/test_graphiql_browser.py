@@ -18,8 +18,8 @@ import httpx
 import pytest
 from playwright.sync_api import ConsoleMessage, Page, Request, sync_playwright
 
-from reliability.live import LiveServer, live_server
 from server.dev.local_engine import LocalEngine
+from testing.live_server import LiveServer, live_server
 from tests.api_helpers import SECRET, token
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from reliability.live import ROOT, LiveServer, live_server
 from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
+from testing.live_server import ROOT, LiveServer, live_server
 from tests.api_helpers import SECRET
 
 SCRIPT = ROOT / "tools" / "graphql-http" / "audit.cjs"

@@ -20,10 +20,10 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from reliability.live import LiveServer, live_server
 from server.dev.local_engine import LocalEngine
 from server.settings import Settings
 from storage.engine.table import TableRef
+from testing.live_server import LiveServer, live_server
 from tests.api_helpers import SECRET, Api, running_api
 
 INTROSPECT = "{ __schema { queryType { name } } }"

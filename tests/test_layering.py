@@ -1,8 +1,10 @@
 """The house rules of imports, measured on the source: no arrow runs upward.
 
 Top level: ``server`` -> ``schema`` -> ``resolvers`` -> ``storage`` (an arrow may skip
-floors, never climb). Inside storage, each folder imports only from the floors below it
-and itself (``storage/__init__.py`` draws the floors). Every import counts, those under
+floors, never climb); the shared harness ``testing`` stands on the product, and
+``benchmarks`` and ``reliability`` on the harness (neither imports ``tests``, nor the
+other). Inside storage, each folder imports only from the floors below it and itself
+(``storage/__init__.py`` draws the floors). Every import counts, those under
 ``TYPE_CHECKING`` and inside functions too: a lazy import is still an arrow.
 """
 
@@ -24,6 +26,9 @@ TOP = {
     "resolvers": {"storage"},
     "schema": {"resolvers", "storage"},
     "server": {"schema", "resolvers", "storage"},
+    "testing": {"server", "schema", "resolvers", "storage"},
+    "reliability": {"testing", "server", "schema", "resolvers", "storage"},
+    "benchmarks": {"testing", "server", "schema", "resolvers", "storage"},
 }
 # What each storage folder may import (besides itself).
 STORAGE = {

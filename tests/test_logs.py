@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 
-from reliability.live import live_server
 from server.dev.local_engine import LocalEngine
 from server.observability.logs import JsonFormatter
 from storage.engine.table import TableRef
+from testing.live_server import live_server
 from tests.api_helpers import SECRET
 
 STATS = 'query ProductStats { product(productId: "logs-none") { stats { total } } }'

@@ -14,8 +14,6 @@ from typing import Any
 import httpx
 import pytest
 
-from reliability.scrape import Samples, parse_scrape
-from reliability.scrape import sample as value
 from server.dev.local_engine import free_port
 from server.http.app import create_app
 from server.http.persisted import sha256_hex
@@ -23,6 +21,8 @@ from server.observability import metrics
 from server.observability.metrics import OPERATION_NAME, BoundedLabel
 from server.settings import Settings
 from storage.engine.table import TableRef
+from testing.scrape import Samples, parse_scrape
+from testing.scrape import sample as value
 from tests.api_helpers import SECRET
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ verified only), orders (every CommentOrder) and page sizes.
 Listings hold the published comments only. Counters, verified counters and leaderboard
 entries must equal a recount, and the leaderboard (in memory, over 1 to 8 shards) brute
 force. Most examples run against the in-memory engine
-(benchmarks/fake_dynamo.py, itself checked against the oracle), bulk-loaded; a smaller set
+(testing/fake_dynamo.py, itself checked against the oracle), bulk-loaded; a smaller set
 runs against DynamoDB Local, written through the real write paths: each comment reaches its
 status by create under POST or PRE moderation, approval, rejection, reports or an edit.
 """
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.fake_dynamo import FakeDynamo
 from storage.engine.table import TableRef, create_table
 from storage.model import keys
 from storage.model.comments import (
@@ -47,6 +46,7 @@ from storage.writes.edit import Edit, edit_comment
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.reports import report_comment
 from storage.writes.votes import vote_helpful
+from testing.fake_dynamo import FakeDynamo
 from tests.helpers import FAST, assert_counters_exact, oracle, stamp, walk
 
 LANGUAGES = ["en", "de", "fr", "es", "pt-br", "ja"]

@@ -22,15 +22,15 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from reliability import nginx
-from reliability.live import LiveServer, live_server
-from reliability.nginx import CONFIG, LiveNginx, NginxError, live_nginx, render
-from reliability.subscriber import Closed, Subscriber, subscriber
 from server.cli import WS_PING_SECONDS
 from server.dev.local_engine import LocalEngine
 from server.http.persisted import sha256_hex
 from server.http.sockets import ADDRESS_FULL
 from server.settings import Settings
+from testing import nginx
+from testing.live_server import LiveServer, live_server
+from testing.nginx import CONFIG, LiveNginx, NginxError, live_nginx, render
+from testing.subscriber import Closed, Subscriber, subscriber
 from tests.api_helpers import SECRET, token
 
 # Short, so that expiry, stale-while-revalidate and revalidation happen within a test.

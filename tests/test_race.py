@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reliability.live import live_server
 from reliability.race import run_race
 from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
+from testing.live_server import live_server
 from tests.api_helpers import SECRET
 from tests.helpers import own_table
 

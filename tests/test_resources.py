@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
-from reliability.live import LiveServer, live_server, rss_bytes
 from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from storage.model.comments import NewComment
+from testing.live_server import LiveServer, live_server, rss_bytes
 from tests.api_helpers import SECRET
 from tests.helpers import create_many, own_table, stamp
 

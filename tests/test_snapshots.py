@@ -8,7 +8,6 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.fake_dynamo import FakeDynamo
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import (
     Comment,
@@ -26,6 +25,7 @@ from storage.reads.planner import Strategy, head_limits, plan_holds, plan_listin
 from storage.reads.reader import get_counts, read_listing
 from storage.reads.snapshots import MAX_HEAD, Head, HeadKey, PlanMemory, version_of
 from storage.writes import create_comment, delete_comment
+from testing.fake_dynamo import FakeDynamo
 from tests.helpers import FAST, oracle, stamp, walk
 
 PID = "snap-1"

@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reliability.live import LiveServer, live_server
 from reliability.soak import ENGINE_WINDOW, Driver, Losses, SoakReport, losses, snapshot
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
@@ -21,6 +20,7 @@ from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.model.comments import NewComment
 from storage.ops.verify import verify
+from testing.live_server import LiveServer, live_server
 from tests.api_helpers import SECRET
 from tests.helpers import create_many, stamp
 

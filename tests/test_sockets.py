@@ -13,8 +13,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from reliability.live import LiveServer, live_server
-from reliability.subscriber import Closed, Subscriber, subscriber
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from server.http.sockets import (
@@ -26,6 +24,8 @@ from server.http.sockets import (
     SocketPlaces,
 )
 from server.settings import Settings
+from testing.live_server import LiveServer, live_server
+from testing.subscriber import Closed, Subscriber, subscriber
 from tests.api_helpers import SECRET
 
 PER_PROCESS = 6

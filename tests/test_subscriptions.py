@@ -15,14 +15,14 @@ import orjson
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from reliability.live import LiveServer, live_server
-from reliability.scrape import parse_scrape, sample
-from reliability.subscriber import Subscriber, subscriber
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from server.http.persisted import sha256_hex
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import create_table
+from testing.live_server import LiveServer, live_server
+from testing.scrape import parse_scrape, sample
+from testing.subscriber import Subscriber, subscriber
 from tests.api_helpers import SECRET
 
 pytestmark = pytest.mark.engine

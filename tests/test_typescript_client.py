@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from reliability.live import ROOT, LiveServer, live_server
 from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef, create_table
+from testing.live_server import ROOT, LiveServer, live_server
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table
 

@@ -21,9 +21,6 @@ import httpx
 import pytest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from reliability.live import COMMENTS, ROOT, LiveServer, live_server
-from reliability.responses import refusal
-from reliability.scrape import parse_scrape, sample
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine, free_port
 from server.http.head_limits import HeadLimits
@@ -33,6 +30,9 @@ from server.settings import Settings
 from server.workers import WorkerApp, WorkerConfig
 from storage.engine.table import TableRef
 from storage.ops.verify import verify
+from testing.live_server import COMMENTS, ROOT, LiveServer, live_server
+from testing.responses import refusal
+from testing.scrape import parse_scrape, sample
 from tests.api_helpers import SECRET
 from tests.helpers import own_table
 

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from reliability.live import wait_until_answers
 from server.dev.local_engine import free_port
+from testing.live_server import wait_until_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "deploy" / "nginx.conf"
