@@ -28,8 +28,8 @@ from pathlib import Path
 
 from benchmarks import data
 from benchmarks.http_bench import CONFIGS, ROOT, cpu_seconds, server
-from benchmarks.inprocess import QUERY, Runner, position_for
 from benchmarks.loadgen import run_load
+from benchmarks.reads.inprocess import QUERY, Runner, position_for
 from benchmarks.run import TABLE, kinds, small_products
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client

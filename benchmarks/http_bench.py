@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.inprocess import percentile
 from benchmarks.loadgen import run_load
+from benchmarks.reads.inprocess import percentile
 from server.dev.local_engine import free_port
 from testing.live_server import server_process
 

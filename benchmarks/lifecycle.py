@@ -6,7 +6,7 @@ Starts DynamoDB Local in memory, bulk-loads two products with 10 % and 50 % veri
 comments and a product for the write measurements, then
 
 - walks verified-only listings with ours, the blog's design with a filter and a naive
-  filter (``benchmarks.verified_reads``);
+  filter (``benchmarks.reads.verified``);
 - runs every transition of a comment's life through a capacity probe
   (``benchmarks.write_costs``, priced by ``benchmarks.capacity``);
 
@@ -27,7 +27,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks import lifecycle_report, verified_reads, write_costs
+from benchmarks import lifecycle_report, write_costs
+from benchmarks.reads import verified as verified_reads
 from benchmarks.report import HERE
 from server.dev.demo import synthetic_comments
 from server.dev.local_engine import LocalEngine

@@ -21,7 +21,7 @@ BASELINES = """\
   language): one partition per rating the verified counters do not show empty, each
   with a limit proportioned to its share of the page, topped up only where the merge runs
   out.
-- **blog + filter** (`benchmarks/baselines.py`, `blog_fan_out(verified_only=True)`): the
+- **blog + filter** (`benchmarks/reads/baselines.py`, `blog_fan_out(verified_only=True)`): the
   blog has no verified view, so it reads what it reads without the verified filter, with
   `verified = true` as a FilterExpression: `all` with no other filter, `byLang` with a
   language, one `byRating` (or `byLangAndRating`) partition per requested rating. As in the

@@ -38,8 +38,8 @@ import httpx
 
 from benchmarks import data
 from benchmarks.http_bench import cpu_seconds
-from benchmarks.inprocess import percentile
 from benchmarks.loadgen import LoadResult, get_request, run_requests
+from benchmarks.reads.inprocess import percentile
 from resolvers.auth import mint
 from server.dev.demo import synthetic_comments
 from server.dev.local_engine import LocalEngine

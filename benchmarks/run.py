@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmarks import data, report
 from benchmarks.http_bench import run_http
-from benchmarks.inprocess import (
+from benchmarks.reads.inprocess import (
     QUERY,
     Kind,
     Runner,

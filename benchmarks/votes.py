@@ -43,7 +43,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.inprocess import percentile
+from benchmarks.reads.inprocess import percentile
 from benchmarks.report import HERE, save_result
 from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageError, StorageUnavailable, WriteConflict

@@ -1,6 +1,6 @@
 """Items read per item returned, ours against the blog's fan-out, on one skewed product.
 
-    .venv/bin/python -m benchmarks.read_amplification [--comments 5000] [--pages 40]
+    .venv/bin/python -m benchmarks.reads.amplification [--comments 5000] [--pages 40]
 
 Starts an in-memory DynamoDB Local, writes one product's comments through the real create
 path (J-shaped ratings, skewed languages, timestamps over three years), then walks the first
@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.baselines import blog_fan_out
+from benchmarks.reads.baselines import blog_fan_out
 from server.dev.demo import LANGUAGES, RATINGS
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client

@@ -1,7 +1,7 @@
 """Sort orders: items read per item returned, sequential rounds and latency, first pages
 against page 500, ours against the obvious alternative.
 
-    .venv/bin/python -m benchmarks.orders [--quick] [--seed 7]
+    .venv/bin/python -m benchmarks.reads.orders [--quick] [--seed 7]
 
 Starts DynamoDB Local in memory and bulk-loads one product of 60,000 comments (J-shaped
 ratings, skewed languages, 30 % verified, helpful counts with many ties: most zero, a few
@@ -340,7 +340,7 @@ def main() -> None:
         f"{platform.python_version()}, {len(os.sched_getaffinity(0))} cores",
         "engine": "DynamoDB Local",
         "quick": args.quick,
-        "command": " ".join(["python -m benchmarks.orders", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.reads.orders", *sys.argv[1:]]),
         "page_size": PAGE,
         "pages_per_walk": args.pages,
         **measured,

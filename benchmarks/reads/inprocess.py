@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from benchmarks.baselines import BaselinePage, blog_fan_out, naive_filter
+from benchmarks.reads.baselines import BaselinePage, blog_fan_out, naive_filter
 from resolvers.auth import TokenRules
 from resolvers.context import make_context
 from schema import build_schema

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from benchmarks import data
-from benchmarks.baselines import BaselinePage, blog_fan_out, naive_filter
+from benchmarks.reads.baselines import BaselinePage, blog_fan_out, naive_filter
 from server.dev.demo import synthetic_comments
 from storage.base.types import DynamoClient
 from storage.engine.metering import Meter, MeteredClient
