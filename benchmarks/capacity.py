@@ -7,7 +7,7 @@ given. DynamoDB Local does not charge transactions as AWS does (a transaction of
 call by AWS's rules, from the items themselves: it reads each item a write targets just
 before and just after the write, through the wrapped client and unrecorded. A ``Layout``
 names the table's key attributes and GSIs: ours by default, another table's (the part 1
-baseline of ``benchmarks.part1``) when given.
+baseline of ``benchmarks.writes.part1``) when given.
 
 AWS's rules, as applied here (sizes by AWS's item-size rule, ``item_size``):
 

@@ -140,7 +140,7 @@ def targets(
 
 # Results of the benchmark's other steps that report into RESULTS.md: file prefix, module,
 # and the number of the target they measure.
-EXTRAS = (("proxy", "benchmarks.proxy", "5"), ("part1", "benchmarks.part1", "7"))
+EXTRAS = (("proxy", "benchmarks.proxy", "5"), ("part1", "benchmarks.writes.part1", "7"))
 
 
 def newest_extras() -> dict[str, dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Part 1's baseline (benchmarks/part1_design.py) is part 1's design: after creates, edits,
+"""Part 1's baseline (benchmarks/writes/part1_design.py) is part 1's design: after creates, edits,
 status changes and deletes, every filter combination lists exactly the comments the post
 says, newest first, and each change writes one item per combination it touches."""
 
@@ -12,8 +12,8 @@ from itertools import combinations
 
 import pytest
 
-from benchmarks import part1
-from benchmarks.part1_design import (
+from benchmarks.writes import part1
+from benchmarks.writes.part1_design import (
     INDEX,
     PUBLISHED,
     Part1Comments,

@@ -1,6 +1,6 @@
 """Helpful votes on one hot comment against the same votes spread over many comments.
 
-    .venv/bin/python -m benchmarks.votes [--repeats 5] [--hold 0.01]
+    .venv/bin/python -m benchmarks.writes.votes [--repeats 5] [--hold 0.01]
 
 Starts DynamoDB Local in memory and warms it up (one run of each load, not counted; its
 JIT makes the first hundreds of calls several times slower). For 30 and 100 concurrent
@@ -249,7 +249,7 @@ def main() -> None:
         "machine": f"{platform.machine()}, {platform.python_implementation()} "
         f"{platform.python_version()}, {len(os.sched_getaffinity(0))} cores",
         "engine": "DynamoDB Local",
-        "command": " ".join(["python -m benchmarks.votes", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.writes.votes", *sys.argv[1:]]),
         "label": args.label,
         "hold_seconds": args.hold,
         "repeats": args.repeats,

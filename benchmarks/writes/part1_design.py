@@ -2,7 +2,7 @@
 
 The design of ``../shared/reference/part1-duplication-with-streams.txt`` and its diagrams
 (the table and index views of the original post), kept as the baseline of the write costs
-(``benchmarks.part1``):
+(``benchmarks.writes.part1``):
 
 - **Table** ``pk`` = ``COMMENT#<id>``, ``sk`` = ``PRODUCT#<product>/<language>/<ratings>``;
   attributes ``cd`` (the creation date, a sortable string), ``language``, ``rating``, and the

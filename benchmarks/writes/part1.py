@@ -1,14 +1,14 @@
 """Write cost against the series' first design: ours, and part 1's copies made by a stream.
 
-    .venv/bin/python -m benchmarks.part1 [--quick] [--seed 7]
+    .venv/bin/python -m benchmarks.writes.part1 [--quick] [--seed 7]
 
 Starts DynamoDB Local in memory with two tables: ours, holding a product of 500 comments
 (so its counters and leaderboard entry exist, as in steady state), and part 1's
-(``benchmarks.part1_design``), with its stream and the consumer that keeps the copies. Each
+(``benchmarks.writes.part1_design``), with its stream and the consumer that keeps the copies. Each
 transition runs on both, alternately, ``repeats`` times on fresh comments (prepared by
 writes that are not measured), every write priced by AWS's rules (``benchmarks.capacity``):
 
-- ours: the real write path (``benchmarks.write_costs``), one call of it: the comment, its
+- ours: the real write path (``benchmarks.writes.costs``), one call of it: the comment, its
   index entries, the counters and author limits it moves, and the transaction's doubling;
 - part 1: the client's write of the primary item, then the consumer draining the stream:
   every copy it puts or deletes, and every entry of the GSI those writes change.
@@ -36,9 +36,11 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
-from benchmarks import data, write_costs
+from benchmarks import data
 from benchmarks.capacity import Account, CapacityProbe, write_units
-from benchmarks.part1_design import (
+from benchmarks.report import HERE
+from benchmarks.writes import costs as write_costs
+from benchmarks.writes.part1_design import (
     LAYOUT,
     PUBLISHED,
     Part1Comments,
@@ -48,7 +50,6 @@ from benchmarks.part1_design import (
     create_table,
     open_streams,
 )
-from benchmarks.report import HERE
 from server.dev.demo import synthetic_comments
 from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient, Item
@@ -118,7 +119,7 @@ Part1Setup = Callable[[Baseline], Awaitable[Run]]
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    name: str  # the transition of benchmarks.write_costs it is compared with
+    name: str  # the transition of benchmarks.writes.costs it is compared with
     group: str
     part1: Part1Setup
     combinations: int  # items part 1's design says the change writes
@@ -331,13 +332,13 @@ def section(result: dict[str, Any]) -> list[str]:
         f"{sizes['part1']['comment_bytes']:g}: the same title and body, fewer attributes), so "
         "each costs 1 WCU a write (2 in a transaction) and 1 per index entry.",
         "",
-        "- **ours**: one call of the real write path (`benchmarks/write_costs.py`): the "
+        "- **ours**: one call of the real write path (`benchmarks/writes/costs.py`): the "
         "comment item (WCU per KB, undoubled), its index entries (every listing index, its "
         "helpful twin and `byAuthor`; count in brackets), the other items of the "
         "transaction (the `S` and `S#<lang>` counters, the author's per-product and hourly "
         "limits, the moderation queue's count; undoubled) and the transaction's doubling of "
         "every item it writes. It also keeps exact counts, histograms and the leaderboard.",
-        "- **part 1** (`benchmarks/part1_design.py`): the client writes the primary item "
+        "- **part 1** (`benchmarks/writes/part1_design.py`): the client writes the primary item "
         "(`PRODUCT#<product>/~/~`); the consumer reads the table's stream and puts or "
         "deletes the other copies, 25 a BatchWriteItem, each copy a whole comment; each item "
         "written changes its entry in the one GSI (partition `sk`, sort `cd`). Part 1 keeps "
@@ -406,7 +407,7 @@ def main() -> None:
         f"{platform.python_version()}, {len(os.sched_getaffinity(0))} cores",
         "engine": "DynamoDB Local",
         "quick": args.quick,
-        "command": " ".join(["python -m benchmarks.part1", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.writes.part1", *sys.argv[1:]]),
         **measured,
         "duration_seconds": round(time.perf_counter() - started, 1),
     }

@@ -1,6 +1,6 @@
 """Figures for the life of a comment: verified reads and the capacity of every transition.
 
-    .venv/bin/python -m benchmarks.lifecycle [--quick] [--seed 7]
+    .venv/bin/python -m benchmarks.writes.lifecycle [--quick] [--seed 7]
 
 Starts DynamoDB Local in memory, bulk-loads two products with 10 % and 50 % verified
 comments and a product for the write measurements, then
@@ -8,7 +8,7 @@ comments and a product for the write measurements, then
 - walks verified-only listings with ours, the blog's design with a filter and a naive
   filter (``benchmarks.reads.verified``);
 - runs every transition of a comment's life through a capacity probe
-  (``benchmarks.write_costs``, priced by ``benchmarks.capacity``);
+  (``benchmarks.writes.costs``, priced by ``benchmarks.capacity``);
 
 and writes ``results/lifecycle-<timestamp>.json`` and ``LIFECYCLE.md``.
 """
@@ -27,9 +27,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks import lifecycle_report, write_costs
 from benchmarks.reads import verified as verified_reads
 from benchmarks.report import HERE
+from benchmarks.writes import costs as write_costs
+from benchmarks.writes import lifecycle_report
 from server.dev.demo import synthetic_comments
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
@@ -92,7 +93,7 @@ def main() -> None:
         f"{platform.python_version()}, {len(os.sched_getaffinity(0))} cores",
         "engine": "DynamoDB Local 3.3.0",
         "quick": args.quick,
-        "command": " ".join(["python -m benchmarks.lifecycle", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.writes.lifecycle", *sys.argv[1:]]),
         **measured,
         "duration_seconds": round(time.perf_counter() - started, 1),
     }

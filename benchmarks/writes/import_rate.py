@@ -1,6 +1,6 @@
 """Import rate: reviews per second through ``storage.ops.importer``, first run and re-run.
 
-    .venv/bin/python -m benchmarks.import_rate [--lines 100000] [--products 2000]
+    .venv/bin/python -m benchmarks.writes.import_rate [--lines 100000] [--products 2000]
 
 Starts an in-memory DynamoDB Local, writes ``--lines`` generated reviews to a temporary
 JSON Lines file (products of skewed popularity, six languages, ratings skewed to 4 and 5,
