@@ -140,7 +140,7 @@ def targets(
 
 # Results of the benchmark's other steps that report into RESULTS.md: file prefix, module,
 # and the number of the issue's target they measure.
-EXTRAS = (("proxy", "benchmarks.proxy", "5"), ("part1", "benchmarks.writes.part1", "7"))
+EXTRAS = (("proxy", "benchmarks.http.nginx_cache", "5"), ("part1", "benchmarks.writes.part1", "7"))
 
 
 def newest_extras() -> dict[str, dict[str, Any]]:
@@ -308,7 +308,7 @@ def write_results_md(
     lines += ["", *issue_targets.capacity_section(results), *_extra_sections(extras or {})]
     cpu = HERE / "CPU.md"
     if cpu.exists():
-        # The per-call CPU study: measured by benchmarks.http_ab, kept with the results.
+        # The per-call CPU study: measured by benchmarks.http.ab, kept with the results.
         lines += ["", "#" + cpu.read_text().rstrip()]
     lines += ["", "## Notes", "", *NOTES, *results.get("notes", [])]
     out = HERE / "RESULTS.md"

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks import data, report
-from benchmarks.http_bench import run_http
+from benchmarks.http.throughput import run_http
 from benchmarks.reads.inprocess import (
     QUERY,
     Kind,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks import proxy
+from benchmarks.http import nginx_cache as proxy
 
 
 def test_the_latest_result_gives_a_section_and_targets() -> None:

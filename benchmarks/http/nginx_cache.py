@@ -1,6 +1,6 @@
 """Product pages through nginx (deploy/nginx.conf) against the API alone.
 
-    .venv/bin/python -m benchmarks.proxy [--quick] [--seed 7]
+    .venv/bin/python -m benchmarks.http.nginx_cache [--quick] [--seed 7]
 
 Starts DynamoDB Local in memory, loads products with the project's seeder, runs one server
 and nginx in front of it on loopback (``testing.nginx``), registers a product page's
@@ -37,8 +37,8 @@ from urllib.parse import urlencode
 import httpx
 
 from benchmarks import data
-from benchmarks.http_bench import cpu_seconds
-from benchmarks.loadgen import LoadResult, get_request, run_requests
+from benchmarks.http.loadgen import LoadResult, get_request, run_requests
+from benchmarks.http.throughput import cpu_seconds
 from benchmarks.reads.inprocess import percentile
 from resolvers.auth import mint
 from server.dev.demo import synthetic_comments
@@ -365,7 +365,7 @@ def section(result: dict[str, Any]) -> list[str]:
     lines = [
         "## Product pages through nginx",
         "",
-        f"`python -m benchmarks.proxy` ({result['when']}, `results/{result['json_name']}`): "
+        f"`python -m benchmarks.http.nginx_cache` ({result['when']}, `results/{result['json_name']}`): "
         f"{settings['concurrency']} connections for {settings['seconds']:g} s each way, "
         f"product pages ({settings['page']}) with {settings['popularity']}; the server with "
         f"`CACHE_MAX_AGE={settings['cache_max_age']}`, "
@@ -457,7 +457,7 @@ def main() -> None:
         "machine": f"{platform.machine()}, {platform.python_implementation()} "
         f"{platform.python_version()}, {len(os.sched_getaffinity(0))} cores",
         "quick": args.quick,
-        "command": " ".join(["python -m benchmarks.proxy", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.http.nginx_cache", *sys.argv[1:]]),
         **measured,
         "duration_seconds": round(time.perf_counter() - started, 1),
     }

@@ -1,6 +1,6 @@
 """The API over the in-memory DynamoDB, loaded with the benchmark data: the HTTP floor.
 
-    python -m benchmarks.fake_server --port 8000 [--seed 7] [--hot-size 50000]
+    python -m benchmarks.http.floor --port 8000 [--seed 7] [--hot-size 50000]
 
 Settings (caches, orjson, gc.freeze, loop, http) come from the environment as for `serve`.
 """

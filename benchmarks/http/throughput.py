@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.loadgen import run_load
+from benchmarks.http.loadgen import run_load
 from benchmarks.reads.inprocess import percentile
 from server.dev.local_engine import free_port
 from testing.live_server import server_process
@@ -80,7 +80,7 @@ def server(
         command = [
             sys.executable,
             "-m",
-            "benchmarks.fake_server",
+            "benchmarks.http.floor",
             "--port",
             str(port),
             "--seed",

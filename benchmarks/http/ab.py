@@ -1,10 +1,10 @@
 """Same-run comparison of HTTP settings rows: the mixed workload, rounds interleaved, medians.
 
-    .venv/bin/python -m benchmarks.http_ab --rounds 5 --seconds 6 \\
+    .venv/bin/python -m benchmarks.http.ab --rounds 5 --seconds 6 \\
         --config ours --config floor --config "ours, botocore attribute parsing" \\
         --extra "ours, no access log:ACCESS_LOG=false"
 
-Every server (one per row, from ``benchmarks.http_bench.CONFIGS`` or ``--extra``) runs for
+Every server (one per row, from ``benchmarks.http.throughput.CONFIGS`` or ``--extra``) runs for
 the whole session over one DynamoDB Local with the quick data set; each round loads them
 one after another in a shuffled order, so the machine's drift falls on all rows alike. It
 prints, per row, the median server CPU per request and requests per second over the rounds,
@@ -27,8 +27,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from benchmarks import data
-from benchmarks.http_bench import CONFIGS, ROOT, cpu_seconds, server
-from benchmarks.loadgen import run_load
+from benchmarks.http.loadgen import run_load
+from benchmarks.http.throughput import CONFIGS, ROOT, cpu_seconds, server
 from benchmarks.reads.inprocess import QUERY, Runner, position_for
 from benchmarks.run import TABLE, kinds, small_products
 from server.dev.local_engine import LocalEngine

@@ -1,8 +1,8 @@
 """What observing a request costs: counting it, timed alone, and the whole application with
 metrics on against off over the in-memory DynamoDB, rounds interleaved.
 
-    .venv/bin/python -m benchmarks.observe_cost [--rounds 15]
-    PROMETHEUS_MULTIPROC_DIR=$(mktemp -d) .venv/bin/python -m benchmarks.observe_cost
+    .venv/bin/python -m benchmarks.http.observe_cost [--rounds 15]
+    PROMETHEUS_MULTIPROC_DIR=$(mktemp -d) .venv/bin/python -m benchmarks.http.observe_cost
 
 The second form counts as a worker of ``serve --workers N`` does, in files (the variable
 must be set before prometheus-client is imported, as the parent of the workers sees to).
