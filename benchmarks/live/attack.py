@@ -1,6 +1,6 @@
 """A plain reader beside hostile subscribers and a writer: what live updates cost others.
 
-    .venv/bin/python -m benchmarks.live_attack [--seconds 10] [--edits 5]
+    .venv/bin/python -m benchmarks.live.attack [--seconds 10] [--edits 5]
 
 Starts DynamoDB Local in memory, a table with its stream and one server. A reader asks for
 a product page (the counters and the first 20 comments, over POST, so nothing is cached)
@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.live import quantile, say
+from benchmarks.live.processes import quantile, say
 from benchmarks.report import save_result
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "machine": f"{platform.machine()}, Python {platform.python_version()}",
-        "command": "python -m benchmarks.live_attack " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m benchmarks.live.attack " + " ".join(argv or sys.argv[1:]),
         **found,
     }
     out = save_result("live-attack", result)

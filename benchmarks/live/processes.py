@@ -1,6 +1,6 @@
 """Live updates across processes: event delay, snapshot freshness, idle subscriptions.
 
-    .venv/bin/python -m benchmarks.live [--events 1000] [--idle 200]
+    .venv/bin/python -m benchmarks.live.processes [--events 1000] [--idle 200]
 
 Starts DynamoDB Local in memory, a table with its stream, and two servers on it: A, where a
 client subscribes (one connection, a subscription per product), and B, where the writes go.
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "machine": f"{platform.machine()}, Python {platform.python_version()}",
-        "command": "python -m benchmarks.live " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m benchmarks.live.processes " + " ".join(argv or sys.argv[1:]),
         "poll_seconds": args.poll,
         "delay": delay,
         "idle": idle,
