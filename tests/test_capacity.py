@@ -1,5 +1,5 @@
 """The benchmarks' capacity probe: AWS's item-size and index-write rules, and what it records
-around a real transaction (benchmarks/capacity.py, behind benchmarks/LIFECYCLE.md)."""
+around a real transaction (benchmarks/scale/capacity.py, behind benchmarks/LIFECYCLE.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from benchmarks.capacity import CapacityProbe, index_writes, item_size, write_units
+from benchmarks.scale.capacity import CapacityProbe, index_writes, item_size, write_units
 from storage.base.types import Item
 from storage.engine.table import TableRef
 

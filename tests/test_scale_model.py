@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.scale_model import (
+from benchmarks.scale.model import (
     Figures,
     Traffic,
     cost_per_million_views,
@@ -24,7 +24,7 @@ from benchmarks.scale_model import (
     throttled_fraction,
     write_units,
 )
-from benchmarks.scale_sim import TokenBucket, simulate
+from benchmarks.scale.simulation import TokenBucket, simulate
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scale.md"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
-from benchmarks.capacity import Account, CapacityProbe
+from benchmarks.scale.capacity import Account, CapacityProbe
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, ModerationMode, NewComment, Vote
 from storage.writes import DEFAULT_LIMITS, create_comment

@@ -8,7 +8,7 @@ comments and a product for the write measurements, then
 - walks verified-only listings with ours, the blog's design with a filter and a naive
   filter (``benchmarks.reads.verified``);
 - runs every transition of a comment's life through a capacity probe
-  (``benchmarks.writes.costs``, priced by ``benchmarks.capacity``);
+  (``benchmarks.writes.costs``, priced by ``benchmarks.scale.capacity``);
 
 and writes ``results/lifecycle-<timestamp>.json`` and ``LIFECYCLE.md``.
 """

@@ -38,7 +38,7 @@ All three read the same keyset positions and must return the same 20 comments, w
 be the brute-force answer; the run stops otherwise."""
 
 AWS_RULES = """\
-- **AWS rule** (computed, `benchmarks/capacity.py`): every item a transaction writes costs
+- **AWS rule** (computed, `benchmarks/scale/capacity.py`): every item a transaction writes costs
   2 WCU per KB (rounded up per item) of the larger of its images before and after (a
   delete: the item deleted); a BatchWriteItem delete 1 WCU per KB. Each GSI entry that
   appears or disappears costs 1 write, one whose attributes change under the same key 1,

@@ -6,7 +6,7 @@ Starts DynamoDB Local in memory with two tables: ours, holding a product of 500 
 (so its counters and leaderboard entry exist, as in steady state), and part 1's
 (``benchmarks.writes.part1_design``), with its stream and the consumer that keeps the copies. Each
 transition runs on both, alternately, ``repeats`` times on fresh comments (prepared by
-writes that are not measured), every write priced by AWS's rules (``benchmarks.capacity``):
+writes that are not measured), every write priced by AWS's rules (``benchmarks.scale.capacity``):
 
 - ours: the real write path (``benchmarks.writes.costs``), one call of it: the comment, its
   index entries, the counters and author limits it moves, and the transaction's doubling;
@@ -37,8 +37,8 @@ from itertools import count
 from typing import Any
 
 from benchmarks import data
-from benchmarks.capacity import Account, CapacityProbe, write_units
 from benchmarks.report import HERE
+from benchmarks.scale.capacity import Account, CapacityProbe, write_units
 from benchmarks.writes import costs as write_costs
 from benchmarks.writes.part1_design import (
     LAYOUT,
@@ -293,7 +293,7 @@ def section(result: dict[str, Any]) -> list[str]:
         "",
         f"Medians of {result['repeats']} runs of each transition on fresh comments, both "
         "designs on one DynamoDB Local in the same run; WCU by AWS's rules "
-        "(`benchmarks/capacity.py`). Ratio: part 1's WCU over ours.",
+        "(`benchmarks/scale/capacity.py`). Ratio: part 1's WCU over ours.",
         "",
         "| transition | ours items | ours WCU | part 1 items | part 1 WCU | ratio |",
         "|---|---|---|---|---|---|",

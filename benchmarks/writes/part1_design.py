@@ -65,7 +65,7 @@ from typing import Any, Protocol
 
 import aioboto3
 
-from benchmarks.capacity import GlobalIndex, Layout
+from benchmarks.scale.capacity import GlobalIndex, Layout
 from storage.base.types import DynamoClient, Item, Response
 
 RATINGS = (1, 2, 3, 4, 5)

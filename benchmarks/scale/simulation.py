@@ -12,10 +12,10 @@ back-pressure from an index refuses the table write behind it.
 
 Creates arrive as a Poisson process at a given rate over products whose popularity is Zipf
 distributed; the figure is the share of creates refused on their first attempt, by shard
-count, beside the capacity model's prediction (``benchmarks.scale_model``) for the same
+count, beside the capacity model's prediction (``benchmarks.scale.model``) for the same
 products. Not in CI (a test checks the logic on a small run)::
 
-    .venv/bin/python -m benchmarks.scale_sim
+    .venv/bin/python -m benchmarks.scale.simulation
 
 What it leaves out: the stats items' own table partition, and the one-writer-at-a-time
 contention of a product's conditioned ``count_5`` writes (see docs/scale.md), which bite a
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.scale_model import (
+from benchmarks.scale.model import (
     PARTITION_WCU,
     shard_shares,
     throttled_fraction,

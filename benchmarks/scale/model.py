@@ -3,7 +3,7 @@
 Pure functions over two inputs: ``Figures``, what one page, one write and one request cost
 (measured by the benchmarks, see the sources below), and ``Traffic``, a shop's load. They
 give the capacity units, the processes, the monthly bill at on-demand prices, and how far
-each DynamoDB limit is. ``python -m benchmarks.scale_model`` prints the tables of
+each DynamoDB limit is. ``python -m benchmarks.scale.model`` prints the tables of
 docs/scale.md; tests/test_scale_model.py checks the arithmetic against hand-computed cases.
 
 Sources of the figures (benchmarks/RESULTS.md, run of 2026-11-23):
