@@ -50,7 +50,7 @@ from storage.engine.table import TableRef
 from testing.live_server import LiveServer, live_server
 from testing.nginx import LiveNginx, live_nginx
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # benchmarks/
 RESULTS = HERE / "results"
 TABLE = "proxy"
 SECRET = "bench-secret-" + "x" * 32
@@ -365,7 +365,8 @@ def section(result: dict[str, Any]) -> list[str]:
     lines = [
         "## Product pages through nginx",
         "",
-        f"`python -m benchmarks.http.nginx_cache` ({result['when']}, `results/{result['json_name']}`): "
+        f"`python -m benchmarks.http.nginx_cache` ({result['when']}, "
+        f"`results/{result['json_name']}`): "
         f"{settings['concurrency']} connections for {settings['seconds']:g} s each way, "
         f"product pages ({settings['page']}) with {settings['popularity']}; the server with "
         f"`CACHE_MAX_AGE={settings['cache_max_age']}`, "

@@ -17,7 +17,7 @@ from benchmarks.reads.inprocess import percentile
 from server.dev.local_engine import free_port
 from testing.live_server import server_process
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "bench-secret-" + "x" * 32
 
 # (name, storage, settings changed from the defaults)

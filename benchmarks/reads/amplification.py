@@ -39,7 +39,7 @@ from storage.reads.reader import get_counts, list_comments
 from storage.writes import create_comment
 
 PAGE = 20
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 @dataclass

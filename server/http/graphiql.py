@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("comments.server")
 
-NODE_MODULES = Path(__file__).resolve().parent.parent / "node_modules"
+NODE_MODULES = Path(__file__).resolve().parents[2] / "node_modules"
 ASSET_PATH = "/graphiql/assets"
 
 # URL name -> (file under node_modules, media type). Only these are ever served.
