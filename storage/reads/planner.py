@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from storage.model import keys
 from storage.model.comments import Direction, ListingFilter, Order, PageRequest, RatingCounts
 from storage.model.indexes import SORT_KEY, Index
+from storage.model.patterns import index_patterns, read_pattern
 from storage.reads.snapshots import Head
 
 
@@ -152,6 +153,21 @@ class Plan:
         attr = SORT_KEY if self.index is None else self.index.sort_attr
         return f"{attr} {op} {self.position}"
 
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """The access patterns this page follows (``storage.model.patterns``): its index's
+        listing pattern, then what the filter, the order and the position add."""
+        codes = [code for q in self.queries for code in index_patterns(q.index)]
+        if self.filter_ratings:
+            codes.append("AP3")
+        if self.verified_only:
+            codes.append("AP12")
+        if self.strategy is Strategy.IN_TURN:
+            codes.append("AP14")
+        if self.position is not None:
+            codes.append("AP6")
+        return tuple(dict.fromkeys(codes))
+
     def explain(self) -> str:
         """A human-readable EXPLAIN of the plan."""
         lines = [
@@ -159,6 +175,9 @@ class Plan:
             f" language={self.language or '*'} order={self.order.value}"
             f" direction={self.direction.value} page={self.page_size} want={self.want}",
         ]
+        if self.patterns:
+            named = (f"{code} ({read_pattern(code).asked})" for code in self.patterns)
+            lines.append(f"  patterns {', '.join(named)}")
         if self.index is not None:
             order = "ascending" if self.scan_forward else "descending"
             lines.append(f"  index {self.index.value}, {self.index.sort_attr} {order}")
