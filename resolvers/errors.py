@@ -1,22 +1,49 @@
-"""Errors that reach GraphQL clients, each with a stable code from the public contract.
+"""Errors that reach GraphQL clients: one tree across the layers, and the code each becomes.
 
-    ApiError                   extensions.code
-    ├── BadUserInput           BAD_USER_INPUT
-    ├── Unauthenticated        UNAUTHENTICATED
-    ├── Forbidden              FORBIDDEN
-    ├── Conflict               CONFLICT (retryable; extensions.retryAfter in seconds)
-    ├── RateLimited            RATE_LIMITED (retryable; extensions.retryAfter in seconds)
-    ├── QueryTooComplex        QUERY_TOO_COMPLEX
-    ├── Unavailable            STORAGE_UNAVAILABLE (retryable)
-    ├── LiveUpdatesUnavailable LIVE_UPDATES_UNAVAILABLE (retryable)
-    ├── TooManySubscriptions   TOO_MANY_SUBSCRIPTIONS (retryable)
-    └── SubscriptionEnded      EVENTS_LOST, TOO_SLOW or STORAGE_UNAVAILABLE (resubscribe)
+Read a row left to right: what is raised, where, and what the client sees. A top-level
+error carries ``extensions.code``; a mutation reports its input's problems in its
+payload's ``userErrors`` instead (``resolvers.user_errors``), every one at once, and runs
+nothing. ``tests/resolvers/test_errors.py`` checks every row against the mappings below.
 
-Storage errors are mapped by ``from_storage``; their messages were written for clients
-(no engine details), so they pass through. Anything else is masked by the schema layer.
-Problems with a mutation's input (a missing comment, another author's, a reused
-idempotency key, a per-product limit) are not errors here: mutations report them in their
-payloads (``resolvers.problems``).
+    engine failures (botocore ClientError, connection errors)
+    └── become a StorageError in one place, ``storage.engine.seam``
+    StorageError (``storage.base.errors``)        query: extensions.code  mutation: userErrors
+    ├── InvalidInput                              BAD_USER_INPUT          INVALID
+    │   ├── TextTooLong                           BAD_USER_INPUT          TOO_LONG
+    │   └── TextMissing                           BAD_USER_INPUT          REQUIRED
+    ├── CommentNotFound                           - (a query: null)       NOT_FOUND
+    ├── NoReply                                   -                       NOT_FOUND
+    ├── NotAuthor                                 -                       FORBIDDEN
+    ├── OwnComment                                -                       FORBIDDEN
+    ├── NotPublished                              -                       FORBIDDEN
+    ├── IdempotencyKeyReused                      -                       IDEMPOTENCY_KEY_REUSED
+    ├── RevisedSinceReview                        -                       CHANGED
+    ├── CommentsPerProductLimit                   -                       LIMIT_REACHED
+    ├── WriteRateLimited                          RATE_LIMITED (retryAfter)
+    ├── WriteConflict                             CONFLICT (retryAfter)
+    ├── StorageUnavailable (and TimeoutError)     STORAGE_UNAVAILABLE (retryable)
+    └── the rest: bugs if they reach a caller     INTERNAL_SERVER_ERROR (masked, logged)
+    ApiError (this module), raised by resolvers   extensions.code
+    ├── BadUserInput                              BAD_USER_INPUT
+    ├── Unauthenticated                           UNAUTHENTICATED
+    ├── Forbidden                                 FORBIDDEN
+    ├── Conflict                                  CONFLICT (retryable; retryAfter seconds)
+    ├── RateLimited                               RATE_LIMITED (retryable; retryAfter seconds)
+    ├── QueryTooComplex                           QUERY_TOO_COMPLEX
+    ├── Unavailable                               STORAGE_UNAVAILABLE (retryable)
+    ├── LiveUpdatesUnavailable                    LIVE_UPDATES_UNAVAILABLE (retryable)
+    ├── TooManySubscriptions                      TOO_MANY_SUBSCRIPTIONS (retryable)
+    └── SubscriptionEnded                         EVENTS_LOST, TOO_SLOW or STORAGE_UNAVAILABLE
+    GraphQL parse and validation errors           BAD_USER_INPUT, QUERY_TOO_COMPLEX
+                                                  (``schema.masking``)
+    refused before GraphQL (``server.http``)      BAD_USER_INPUT, PERSISTED_QUERY_NOT_FOUND,
+                                                  RATE_LIMITED, ... (same ``errors`` shape)
+    anything else                                 INTERNAL_SERVER_ERROR, with the request id;
+                                                  the exception is logged, never sent
+
+Storage errors are mapped by ``from_storage`` (queries) and ``resolvers.user_errors.code_of``
+(mutations); their messages were written for clients (no engine details), so they pass
+through. Everything unexpected is masked by the schema layer (``schema.masking``).
 """
 
 from __future__ import annotations
