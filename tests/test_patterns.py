@@ -28,7 +28,7 @@ def test_each_listing_index_serves_one_listing_pattern(index: Index) -> None:
 
 
 def test_codes_are_unique() -> None:
-    codes = [p.code for p in (*patterns.READS, *patterns.WRITES)]
+    codes = [p.code for p in patterns.READS] + [w.code for w in patterns.WRITES]
     assert len(codes) == len(set(codes))
 
 
