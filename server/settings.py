@@ -93,7 +93,7 @@ class StorageSettings(BaseSettings):
     dynamodb_endpoint_url: str | None = None
     dynamodb_table: str = "comments"
     aws_region: str = _CLIENT.region
-    # Performance switches of storage.client (see benchmarks/RESULTS.md for what each is worth).
+    # Performance switches of storage.client (docs/benchmarks/results.md: what each is worth).
     fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # the attribute pass-through
     static_user_agent: bool = _CLIENT.static_user_agent  # a User-Agent made once per client
     direct_reads: bool = _CLIENT.direct_reads  # the hot reads without botocore's machinery
@@ -374,7 +374,7 @@ class Settings(StorageSettings, TokenSettings):
     # A manifest of trusted documents (hash to document, as graphql-codegen's client preset
     # writes it): when set, only its operations run.
     trusted_documents: Path | None = None
-    # Performance switches (see benchmarks/RESULTS.md for what each is worth).
+    # Performance switches (see docs/benchmarks/results.md for what each is worth).
     graphql_caches: bool = _SCHEMA.caches  # parser and validation caches
     orjson: bool = True  # encode responses with orjson
     gc_freeze: bool = True  # move start-up objects out of the collector's way

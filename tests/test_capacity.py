@@ -1,5 +1,5 @@
 """The benchmarks' capacity probe: AWS's item-size and index-write rules, and what it records
-around a real transaction (benchmarks/capacity.py, behind benchmarks/LIFECYCLE.md)."""
+around a real transaction (benchmarks/capacity.py, behind docs/benchmarks/lifecycle.md)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,8 @@ async def test_the_probe_prices_a_transaction_by_aws_rules(table: TableRef) -> N
     assert [(w.size_before, w.size_after) for w in account.writes] == [(None, size)] * 4
     assert account.aws_write_table == 8  # 2 per item of up to 1 KB
     assert account.aws_write_indexes == 0
-    # What LIFECYCLE.md says of DynamoDB Local: it does not charge a transaction per item.
+    # What docs/benchmarks/lifecycle.md says of DynamoDB Local: it does not charge a
+    # transaction per item.
     assert account.engine_write_table == 2.0
     assert account.calls == {"transact_write_items": 1}
 
