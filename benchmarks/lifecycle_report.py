@@ -60,6 +60,7 @@ AWS_RULES = """\
 
 WRITE_NOTES = """\
 Reading the tables:
+
 - Every index projects ALL, so a change of a comment's text (an edit, a reply, a report's
   count) rewrites its entry in every index it is in: the four listings, their four helpful
   twins and `byAuthor`, and the two verified ones and their twins for a verified comment.
