@@ -1,4 +1,4 @@
-"""Configuration from the environment (pydantic-settings); see the README's table."""
+"""Configuration from the environment (pydantic-settings); see docs/configuration.md."""
 
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ class TokenSettings(BaseSettings):
         if self.author_id_key is None or len(self.author_id_key.encode()) < SECRET_MIN_BYTES:
             raise ValueError(
                 f"JWT_JWKS_URL needs AUTHOR_ID_KEY of at least {SECRET_MIN_BYTES} bytes (the "
-                "public author ids' key; see the README to keep the ids a JWT_SECRET gave)"
+                "public author ids' key; see docs/sign-in.md to keep the ids a JWT_SECRET gave)"
             )
         return self
 
@@ -277,7 +277,7 @@ class Settings(StorageSettings, TokenSettings):
     # Seconds a browser may reuse a preflight's answer; Chromium caps it at 7200.
     cors_max_age: int = Field(default=7200, ge=0, le=86400)
     # Production posture: GraphiQL, introspection, field suggestions and the dev token
-    # default to off, and a JWT secret and an endpoint are required (see the README).
+    # default to off, and a JWT secret and an endpoint are required (docs/deployment.md).
     production: bool = False
     # Unset: on in development, off in production.
     graphiql: bool | None = None
@@ -388,7 +388,7 @@ class Settings(StorageSettings, TokenSettings):
     # are refused with LIVE_UPDATES_UNAVAILABLE, and a table this start creates has none.
     live_updates: bool = True
     # Seconds between polls of a quiet stream (each poll is one GetRecords per open shard;
-    # DynamoDB throttles a shard read by more than two readers at once, see the README).
+    # DynamoDB throttles a shard read by more than two readers at once, see docs/scale.md).
     stream_poll_seconds: float = Field(default=0.25, gt=0, le=10)
     # Subscriptions one WebSocket connection, and one process, may hold.
     subscriptions_per_connection: int = Field(default=10, ge=1, le=1000)
