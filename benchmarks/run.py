@@ -4,7 +4,7 @@ Starts DynamoDB Local in memory, loads the data with the project's seeder, measu
 query kind through the GraphQL schema against the blog's fan-out and a naive filter, walks
 multi-rating listings, grows the hot product 1k -> 10k -> 50k, runs the HTTP load against
 our storage and the in-memory floor, profiles the mixed workload, and writes
-``results/<timestamp>.json``, ``RESULTS.md`` and ``chart.png``.
+``results/<timestamp>.json``, ``docs/benchmarks/results.md`` and its ``chart.png``.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def main() -> None:
     stamp = when.strftime("%Y%m%dT%H%M%SZ")
     json_name = f"{stamp}{'-quick' if args.quick else ''}.json"
     (out_dir / json_name).write_text(json.dumps(results, indent=1) + "\n")
-    report.write_chart(results, report.HERE / "chart.png")
+    report.write_chart(results, report.PAGES / "chart.png")
     path = report.write_results_md(results, json_name, "chart.png", report.newest_extras())
     say(f"wrote {out_dir / json_name}, {path} and chart.png in {results['duration_seconds']} s")
     for target, measured_value, ok in report.targets(results, report.newest_extras()):

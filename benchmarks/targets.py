@@ -1,5 +1,6 @@
-"""The targets RESULTS.md reports, each measured, from one run's results (and the newest
-proxy and write-cost results beside them), and the capacity-per-page table.
+"""The targets the results page (docs/benchmarks/results.md) reports, each measured, from one
+run's results (and the newest proxy and write-cost results beside them), and the
+capacity-per-page table.
 
 Rounds and reads are counted over pages that carry a rating filter ("filtered pages"):
 - warm: the process has read the product's counters before and has read that page

@@ -5,7 +5,7 @@ PutItem/DeleteItem and through single-item TransactWriteItems, without retries, 
 every acknowledgement. The engine (with a data directory) is stopped by a signal while they
 write, started again, and the table is compared with the acknowledgements.
 
-What it found for DynamoDB Local 3.3.0 (see the README's "Reliability" section): plain
+What it found for DynamoDB Local 3.3.0 (see docs/reliability.md): plain
 writes survived every stop; transactional writes acknowledged in the last few tens of
 milliseconds before the stop were sometimes lost, after SIGKILL and even after SIGTERM. The
 soak (``reliability.soak``) uses this to tell the engine's losses at a crash from ours.

@@ -6,7 +6,7 @@ list of `errors`), no status may be 5xx, every error must carry a contract code 
 may be INTERNAL_SERVER_ERROR, which would be a bug we masked), and no error message may
 leak internals.
 
-    python -m reliability.fuzz --examples 500    # the long form (the README's command)
+    python -m reliability.fuzz --examples 500    # the long form (docs/reliability.md)
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ transactional write it acknowledged in the last milliseconds before it was stopp
 resurrected comment whose write was acknowledged within ENGINE_WINDOW of a crash is
 therefore reported apart, as lost by the engine; anything else is ours and fails the run.
 
-    python -m reliability.soak --minutes 10    # the long form (the README's command)
+    python -m reliability.soak --minutes 10    # the long form (docs/reliability.md)
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ ROUNDS = 2
 FAN_OUT_MAX = len(keys.RATINGS)
 # The longest leaderboard storage.reads.leaders.leaderboard returns.
 TOP_MAX = LEADERBOARD_MAX
-# Objects a response may hold by default (see the README: a page of 100 comments with
+# Objects a response may hold by default (docs/cost-limits.md: a page of 100 comments with
 # edges, nodes and each comment's product is about 400).
 MAX_NODES = 1000
 

@@ -1,7 +1,7 @@
 """The ``comments`` command: serve the API, manage the table and data, mint dev tokens.
 
 Configuration comes from the environment, read once through ``server.settings`` (see the
-README); the matching options win over it.
+manual, docs/configuration.md); the matching options win over it.
 """
 
 from __future__ import annotations

@@ -93,7 +93,8 @@ class StorageSettings(BaseSettings):
     dynamodb_endpoint_url: str | None = None
     dynamodb_table: str = "comments"
     aws_region: str = _CLIENT.region
-    # Performance switches of storage.engine.client (benchmarks/RESULTS.md: what each is worth).
+    # Performance switches of storage.engine.client (docs/benchmarks/results.md says what each
+    # is worth).
     fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # the attribute pass-through
     static_user_agent: bool = _CLIENT.static_user_agent  # a User-Agent made once per client
     direct_reads: bool = _CLIENT.direct_reads  # the hot reads without botocore's machinery

@@ -6,7 +6,8 @@ and hands the rest to uvicorn's supervisor, which spawns the workers, replaces o
 dies, and on SIGINT or SIGTERM stops them all and waits for them; the parent then stops the
 engine. Each worker makes the application from what the parent handed it (``WorkerApp``,
 pickled to it with the configuration), with its own client, caches and locks; why that is
-correct when writes come through another process is in the README ("Several processes").
+correct when writes come through another process is in the manual (docs/deployment.md,
+"Several processes").
 
 A worker dies with its parent (Linux's parent-death signal), so a parent killed outright
 leaves no worker serving behind it.

@@ -1,5 +1,5 @@
 """The benchmarks' capacity probe: AWS's item-size and index-write rules, and what it records
-around a real transaction (benchmarks/scale/capacity.py, behind benchmarks/LIFECYCLE.md)."""
+around a real transaction (benchmarks/scale/capacity.py, behind docs/benchmarks/lifecycle.md)."""
 
 from __future__ import annotations
 

@@ -571,7 +571,7 @@ async def test_author_ids_stay_the_same_across_token_sources(rsa_key: Signer) ->
         return context.author_key
 
     before = key_of(TokenRules(OLD_SECRET), None)  # the old derivation: from JWT_SECRET
-    # The remap of the README: AUTHOR_ID_KEY set to the old JWT_SECRET keeps every id,
+    # The remap of docs/sign-in.md: AUTHOR_ID_KEY set to the old JWT_SECRET keeps every id,
     # whether the secret then rotates or tokens come from the provider's keys.
     rotated = key_of(TokenRules("a-brand-new-secret-" + "x" * 32), OLD_SECRET)
     provider = key_of(rules(key_set(rsa_key)), OLD_SECRET)

@@ -232,9 +232,11 @@ def test_metrics_settings() -> None:
     assert Settings(metrics="on", port=9464, **endpoint).metrics_mode == "on"
 
 
-def _promql_of_the_readme() -> list[str]:
-    """The queries of the README's promql blocks, one per paragraph, comments left out."""
-    blocks = re.findall(r"```promql\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.DOTALL)
+def _promql_of_the_manual() -> list[str]:
+    """The queries of the promql blocks of the manual's metrics page (docs/operations.md),
+    one per paragraph, comments left out."""
+    page = (ROOT / "docs" / "operations.md").read_text()
+    blocks = re.findall(r"```promql\n(.*?)```", page, flags=re.DOTALL)
     queries = []
     for block in blocks:
         for paragraph in block.split("\n\n"):
@@ -244,7 +246,7 @@ def _promql_of_the_readme() -> list[str]:
     return queries
 
 
-async def test_the_dashboard_and_the_readme_query_only_metrics_the_server_exports(
+async def test_the_dashboard_and_the_manual_query_only_metrics_the_server_exports(
     table: TableRef,
 ) -> None:
     async with serving(table) as http:
@@ -253,10 +255,10 @@ async def test_the_dashboard_and_the_readme_query_only_metrics_the_server_export
         exported = {name for name, _ in await scrape(http)}
     dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
     queries = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-    readme = _promql_of_the_readme()
+    manual = _promql_of_the_manual()
     assert len(queries) >= 10
-    assert len(readme) >= 8
-    for query in queries + readme:
+    assert len(manual) >= 8
+    for query in queries + manual:
         used = set(METRIC_NAME.findall(query))
         assert used, query
         assert used <= exported, (query, used - exported)

@@ -355,7 +355,7 @@ async def test_a_key_predicted_from_an_old_read_is_set_right_after_the_commit(
 
 async def test_two_processes_voting_on_one_comment_under_aws_conflicts(fresh: TableRef) -> None:
     # Their transactions on the comment do conflict (about three attempts a vote; see
-    # benchmarks/VOTES.md): retried, never an error, and the counts and the key end exact.
+    # docs/benchmarks/votes.md): retried, never an error, and the counts and the key end exact.
     cid = await made(fresh)
     conflicts = AwsConflicts(fresh.client, hold=0.002)
     processes = [TableRef(conflicts, fresh.name), TableRef(conflicts, fresh.name)]

@@ -14,7 +14,7 @@ persisted query (the product's counters and its first 20 comments), then
   nginx until each shows: the delay from the write, against the max-age;
 
 and writes ``results/proxy-<timestamp>.json``. ``section`` and ``target_rows`` turn a result
-into lines of RESULTS.md; ``latest`` reads the newest one.
+into lines of the results page (docs/benchmarks/results.md); ``latest`` reads the newest one.
 """
 
 from __future__ import annotations
@@ -358,7 +358,7 @@ def _seconds(value: float | None) -> str:
 
 
 def section(result: dict[str, Any]) -> list[str]:
-    """Markdown lines for RESULTS.md: the load table, the visibility figures, notes."""
+    """Markdown lines for the results page: the load table, the visibility figures, notes."""
     settings = result["settings"]
     rows = _load_rows(result)
     seen = result["visibility"]
@@ -366,7 +366,7 @@ def section(result: dict[str, Any]) -> list[str]:
         "## Product pages through nginx",
         "",
         f"`python -m benchmarks.http.nginx_cache` ({result['when']}, "
-        f"`results/{result['json_name']}`): "
+        f"`benchmarks/results/{result['json_name']}`): "
         f"{settings['concurrency']} connections for {settings['seconds']:g} s each way, "
         f"product pages ({settings['page']}) with {settings['popularity']}; the server with "
         f"`CACHE_MAX_AGE={settings['cache_max_age']}`, "

@@ -14,7 +14,7 @@ client subscribes (one connection, a subscription per product), and B, where the
 - **Idle subscriptions.** A's resident memory before and after ``--idle`` connections
   with one idle subscription each, then after nine more on each of them.
 
-Writes ``results/live-<timestamp>.json`` and ``LIVE.md``.
+Writes ``results/live-<timestamp>.json`` and ``docs/benchmarks/live.md``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.report import HERE
+from benchmarks.report import HERE, PAGES
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client, open_streams_client
@@ -224,7 +224,7 @@ def write_markdown(result: dict[str, Any]) -> None:
         "subscription on a connection.",
         "",
     ]
-    (HERE / "LIVE.md").write_text("\n".join(lines))
+    (PAGES / "live.md").write_text("\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ give the capacity units, the processes, the monthly bill at on-demand prices, an
 each DynamoDB limit is. ``python -m benchmarks.scale.model`` prints the tables of
 docs/scale.md; tests/test_scale_model.py checks the arithmetic against hand-computed cases.
 
-Sources of the figures (benchmarks/RESULTS.md, run of 2026-11-23):
+Sources of the figures (docs/benchmarks/results.md, run of 2026-11-23):
 - read units per page: "Read capacity per page", ours (the counters' read included):
   2.0 for a product page (stats and the newest 20 comments), 2.5 to 3.5 for filtered pages;
 - write units per create: "Write cost against part 1's design": 21 WCU for a 5-star

@@ -10,7 +10,7 @@ comments and a product for the write measurements, then
 - runs every transition of a comment's life through a capacity probe
   (``benchmarks.writes.costs``, priced by ``benchmarks.scale.capacity``);
 
-and writes ``results/lifecycle-<timestamp>.json`` and ``LIFECYCLE.md``.
+and writes ``results/lifecycle-<timestamp>.json`` and ``docs/benchmarks/lifecycle.md``.
 """
 
 from __future__ import annotations

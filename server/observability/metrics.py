@@ -1,4 +1,4 @@
-"""Prometheus metrics of the API (``METRICS``, see the README's "Metrics, traces and logs").
+"""Prometheus metrics of the API (``METRICS``, see the manual's docs/operations.md).
 
 ``Metrics`` holds one application's metrics in a registry of its own. What each request
 adds is little: a few label lookups (children are kept per label value) and the figures

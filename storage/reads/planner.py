@@ -64,7 +64,7 @@ class Tuning:
     """Knobs of the read budget; the defaults are what the benchmarks settled on."""
 
     # Standard deviations of head-room added to each fan-out query's expected share. Lower
-    # reads less and needs a second (range) round more often; see benchmarks/RESULTS.md.
+    # reads less and needs a second (range) round more often; see docs/benchmarks/results.md.
     z: float = 0.25
     # A filtered scan must be estimated at least this much cheaper than a fan-out.
     filtered_advantage: float = 1.0
