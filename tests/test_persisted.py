@@ -14,7 +14,7 @@ from strawberry.http import GraphQLRequestData
 
 from schema.caches import MAX_CACHED_DOCUMENT_CHARS
 from server.http.persisted import PersistedQueries, load_manifest
-from server.transport import GRAPHQL_RESPONSE_JSON, Refused
+from server.http.transport import GRAPHQL_RESPONSE_JSON, Refused
 from storage.engine.table import TableRef
 from tests.api_helpers import Api, running_api
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.transport import GRAPHQL_RESPONSE_JSON, JSON, negotiate
+from server.http.transport import GRAPHQL_RESPONSE_JSON, JSON, negotiate
 from tests.api_helpers import Api
 
 GRJ = {"accept": GRAPHQL_RESPONSE_JSON}

@@ -59,11 +59,7 @@ from server.http.subscriptions import (
     TextFrames,
     authorize,
 )
-from server.observability.metrics import Metrics, Outcome
-from server.observability.middleware import Observed, OperationName, exchange_of
-from server.runtime import Prepared, lifespan, runtime_of
-from server.settings import Settings
-from server.transport import (
+from server.http.transport import (
     GRAPHQL_RESPONSE_JSON,
     JSON,
     Refused,
@@ -73,6 +69,10 @@ from server.transport import (
     refusal,
     result_status,
 )
+from server.observability.metrics import Metrics, Outcome
+from server.observability.middleware import Observed, OperationName, exchange_of
+from server.runtime import Prepared, lifespan, runtime_of
+from server.settings import Settings
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient
 from storage.engine.health import ping
@@ -106,7 +106,7 @@ GZIP_LEVEL = 6
 
 class GraphQLApp(GraphQL[Context, None]):
     """Strawberry's ASGI view with our per-request context, speaking GraphQL over HTTP
-    (server.transport): queries over GET and POST, mutations over POST, the response's
+    (server.http.transport): queries over GET and POST, mutations over POST, the response's
     media type and status from the Accept header and the result; subscriptions over
     WebSocket (server.http.subscriptions)."""
 

@@ -29,7 +29,7 @@ import orjson
 from strawberry.http import GraphQLRequestData
 
 from schema.caches import MAX_CACHED_DOCUMENT_CHARS
-from server.transport import Refused
+from server.http.transport import Refused
 from storage.base.bounded import BoundedCache
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")

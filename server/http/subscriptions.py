@@ -81,8 +81,8 @@ from server.http.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refus
 from server.http.forwarded import client_key
 from server.http.persisted import PersistedQueries
 from server.http.sockets import CURRENT
+from server.http.transport import Refused as TransportRefused
 from server.observability import metrics as process_metrics
-from server.transport import Refused as TransportRefused
 
 # Close code of a connection that held no subscription for the idle timeout (4000-4399 are
 # the application's; the protocol's own are 44xx).
