@@ -19,9 +19,9 @@ from strawberry.types import ExecutionContext
 from schema.caches import DocumentCaches
 from schema.comments.types import Comment
 from schema.cost import MAX_NODES, cost_limit
-from schema.errors import StorageReport, with_codes
 from schema.garbage import LargeRequestCollector
 from schema.limits import ListLimit, OneMutation, alias_limit, depth_limit, size_limit
+from schema.masking import StorageReport, with_codes
 from schema.mutation import Mutation
 from schema.products.types import Product
 from schema.query import Query

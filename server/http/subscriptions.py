@@ -26,7 +26,7 @@ Strawberry speaks the protocol; this module adds what a public server needs arou
   connections. An event larger than MAX_RESPONSE_BYTES ends its subscription with
   QUERY_TOO_COMPLEX.
 - **Codes.** Every error sent (``error`` and ``next`` messages) carries its contract code,
-  as over HTTP (``schema.errors.with_codes``).
+  as over HTTP (``schema.masking.with_codes``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ from resolvers.context import Context
 from resolvers.errors import Unauthenticated
 from schema import SchemaOptions
 from schema.cost import Refusal, estimate, over_budget, select_operation
-from schema.errors import with_codes
+from schema.masking import with_codes
 from server.http.event_groups import VIEWER_FIELDS, EventGroups, GroupKey, Refused, bounded
 from server.http.forwarded import client_key
 from server.http.persisted import PersistedQueries
