@@ -6,7 +6,7 @@ from typing import Self
 
 import strawberry
 
-from resolvers.problems import Problem, ProblemCode, Problems
+from resolvers.user_errors import Problem, ProblemCode, Problems
 
 UserErrorCode = strawberry.enum(
     ProblemCode,

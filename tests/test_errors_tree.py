@@ -8,7 +8,7 @@ import re
 import pytest
 
 from resolvers import errors as api_errors
-from resolvers.problems import code_of
+from resolvers.user_errors import code_of
 from storage.base import errors as storage_errors
 
 TREE = api_errors.__doc__ or ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from resolvers.comments.rates import take_turn
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
-from resolvers.problems import Checks, not_found, refused
+from resolvers.user_errors import Checks, not_found, refused
 from storage.base.errors import CommentNotFound, NotAuthor
 from storage.model import keys
 from storage.model.comments import Comment, clean_body, clean_title

@@ -7,7 +7,7 @@ from resolvers.comments.visibility import may_see
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
-from resolvers.problems import Checks, Problem, ProblemCode, Problems, not_found, refused
+from resolvers.user_errors import Checks, Problem, ProblemCode, Problems, not_found, refused
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
 from storage.model import keys
 from storage.model.comments import REPORT_REASONS, Comment, clean_note

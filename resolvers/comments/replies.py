@@ -7,7 +7,7 @@ from resolvers.comments.rates import take_turn
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.errors import Forbidden
-from resolvers.problems import Checks, not_found, refused
+from resolvers.user_errors import Checks, not_found, refused
 from storage.base.errors import CommentNotFound, NoReply, NotPublished
 from storage.model import keys
 from storage.model.comments import Comment, clean_reply

@@ -6,7 +6,7 @@ from resolvers.comments.rates import take_turn
 from resolvers.comments.visibility import reader
 from resolvers.comments.writes import viewer
 from resolvers.context import Context
-from resolvers.problems import Checks, not_found, refused
+from resolvers.user_errors import Checks, not_found, refused
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment
 from storage.model import keys
 from storage.model.comments import Comment, Vote

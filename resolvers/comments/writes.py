@@ -7,7 +7,7 @@ from __future__ import annotations
 from resolvers.auth import Viewer, authenticate
 from resolvers.comments.rates import take_turn
 from resolvers.context import Context
-from resolvers.problems import Checks, not_found, refused
+from resolvers.user_errors import Checks, not_found, refused
 from storage.base.errors import (
     CommentNotFound,
     CommentsPerProductLimit,

@@ -7,7 +7,7 @@ from strawberry import relay
 
 from resolvers.comments import writes
 from resolvers.errors import BadUserInput
-from resolvers.problems import Problems
+from resolvers.user_errors import Problems
 from schema.comments.connection import edge_of
 from schema.comments.types import Comment
 from schema.context import Info

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from resolvers.comments import replies
-from resolvers.problems import Problems
+from resolvers.user_errors import Problems
 from schema.comments.mutations import comment_id_of
 from schema.comments.types import Comment
 from schema.context import Info

@@ -1,4 +1,5 @@
-"""Problems with a mutation's input, or with a rule of the product, reported all at once.
+"""Problems with a mutation's input, or with a rule of the product, reported all at once:
+what the schema sends as ``userErrors`` (``schema/user_errors.py`` is their GraphQL type).
 
 Mutations do not stop at the first bad field: each field is checked on its own and every
 problem is collected, with the path of the input field it concerns, so a form can mark all
