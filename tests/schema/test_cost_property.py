@@ -54,7 +54,7 @@ from storage.reads.cursor import encode_cursor
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import own_table
 
-SDL = (Path(__file__).resolve().parent.parent / "schema.graphql").read_text()
+SDL = (Path(__file__).resolve().parents[2] / "schema.graphql").read_text()
 SCHEMA = graphql.build_schema(SDL)
 BUSY, SMALL, EMPTY = "sku-busy", "sku-small", "sku-empty"
 LANGUAGES = ["en", "en", "en", "de", "de", "fr"]

@@ -11,7 +11,7 @@ from graphql import GraphQLInputObjectType, GraphQLInterfaceType, GraphQLObjectT
 
 from schema import build_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT.parent / "shared" / "design" / "contract-v2.graphql"
 CHECKER = ROOT.parent / "shared" / "tools" / "contract_check.py"
 
