@@ -1,6 +1,6 @@
 """Probes DynamoDB Local from a non-loopback address; run only in a private network namespace.
 
-``tests/test_local_engine.py`` runs ``python -m tests.netns_probe SCENARIO`` under
+``tests/server/dev/test_local_engine.py`` runs ``python -m tests.netns_probe SCENARIO`` under
 ``unshare --net``: the namespace starts with nothing but a loopback interface, so the
 interface and its address (10.231.0.1/24) made here exist nowhere else, every connection
 stays inside the namespace, and the host's network is never touched. The interface is a

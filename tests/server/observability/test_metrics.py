@@ -25,7 +25,7 @@ from testing.scrape import Samples, parse_scrape
 from testing.scrape import sample as value
 from tests.api_helpers import SECRET
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 METRIC_NAME = re.compile(r"\bcomments_[a-z_]+")
 
 STATS = 'query ProductStats { product(productId: "metrics-none") { stats { total } } }'

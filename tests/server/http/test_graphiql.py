@@ -24,7 +24,7 @@ from server.settings import Settings
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET, Api, running_api
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def config_of(page: str) -> dict[str, Any]:

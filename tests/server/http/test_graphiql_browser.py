@@ -22,7 +22,7 @@ from server.dev.local_engine import LocalEngine
 from testing.live_server import LiveServer, live_server
 from tests.api_helpers import SECRET, token
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SCREENSHOT = ROOT / ".build" / "artifacts" / "graphiql.png"
 TIMEOUT_MS = 30_000
 

@@ -22,7 +22,7 @@ from storage.reads.planner import DEFAULT_TUNING, Tuning
 from storage.writes import DEFAULT_LIMITS
 from tests.api_helpers import SECRET
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NO_SECRET = "JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is"
 
 
