@@ -4,7 +4,8 @@ Pure functions over two inputs: ``Figures``, what one page, one write and one re
 (measured by the benchmarks, see the sources below), and ``Traffic``, a shop's load. They
 give the capacity units, the processes, the monthly bill at on-demand prices, and how far
 each DynamoDB limit is. ``python -m benchmarks.scale.model`` prints the tables of
-docs/scale.md; tests/test_scale_model.py checks the arithmetic against hand-computed cases.
+docs/scale.md; tests/benchmarks/test_scale_model.py checks the arithmetic against
+hand-computed cases.
 
 Sources of the figures (docs/benchmarks/results.md, run of 2026-11-23):
 - read units per page: "Read capacity per page", ours (the counters' read included):

@@ -18,7 +18,7 @@ from testing.live_server import live_server
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CODEGEN = ROOT / ".venv-codegen" / "bin" / "ariadne-codegen"
 
 

@@ -26,7 +26,7 @@ from benchmarks.scale.model import (
 )
 from benchmarks.scale.simulation import TokenBucket, simulate
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "scale.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "scale.md"
 
 SHOP = Traffic(
     "shop",

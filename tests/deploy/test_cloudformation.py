@@ -13,7 +13,7 @@ import yaml
 
 from storage.model.indexes import TTL_ATTR, Index, table_definition
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "deploy" / "cloudformation.yaml"
+TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "cloudformation.yaml"
 THROTTLE_EVENTS = {"ReadThrottleEvents", "WriteThrottleEvents"}
 PER_OPERATION = {"ThrottledRequests", "SystemErrors"}
 Sides = tuple[dict[str, Any], dict[str, Any]]  # (the template's table, create-table's request)

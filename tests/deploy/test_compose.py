@@ -19,7 +19,7 @@ from storage.engine.table import TableRef
 from testing.live_server import live_server
 from tests.api_helpers import SECRET
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def compose() -> dict[str, Any]:
