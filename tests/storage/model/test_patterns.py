@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,9 @@ def test_explain_names_the_patterns_a_page_follows() -> None:
     en = RatingCounts("42", "en", COUNTS.by_rating)
     text = plan_listing(ListingFilter("42", "en"), PageRequest(), en).explain()
     assert "patterns AP2 (one language)" in text
+
+
+def test_the_architecture_page_shows_the_declaration() -> None:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "architecture.md").read_text()
+    shown = page.split("<!-- patterns: begin -->\n")[1].split("<!-- patterns: end -->")[0]
+    assert shown == patterns.markdown()
