@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -31,9 +30,9 @@ from server.observability.logs import configure_logging, uvicorn_log_config
 from server.runtime import DEV_TOKEN_LIFETIME
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import (
-    DEFAULT_DATA_DIR,
     DEV_CORS_ORIGINS,
     MAX_WORKERS,
+    DevelopmentSettings,
     Settings,
     StorageSettings,
     TokenSettings,
@@ -402,7 +401,7 @@ def _token(args: argparse.Namespace) -> int:
     secret = settings.jwt_secret
     if not secret:
         # Development: the secret `serve` keeps in DATA_DIR when none is configured.
-        kept = dev_secret_path(Path(os.environ.get("DATA_DIR") or DEFAULT_DATA_DIR))
+        kept = dev_secret_path(DevelopmentSettings().data_dir)
         try:
             secret = secret_from_file(kept, create=False)
         except ValueError:
@@ -502,7 +501,7 @@ def _serve(args: argparse.Namespace) -> int:
     from server import workers
 
     settings = Settings(**_given(args, _SERVE_OPTIONS))
-    if "CORS_ORIGINS" not in os.environ and not settings.production:
+    if "cors_origins" not in settings.model_fields_set and not settings.production:
         # Development: the usual frontend dev servers may call it (as under docker compose).
         settings = settings.model_copy(update={"cors_origins": list(DEV_CORS_ORIGINS)})
     configure_logging(settings.log_format)

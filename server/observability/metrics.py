@@ -32,7 +32,6 @@ application's metrics, and do nothing when metrics are off:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -53,9 +52,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.environment import multiprocess_dir as _multiprocess_dir
 from storage.engine.metering import Meter
-
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # What became of a GraphQL request: ok (no errors), error (executed, with errors),
 # internal (an unexpected error, masked), request_error (nothing executed: the document
@@ -120,7 +118,7 @@ class _Tally:
 def multiprocess_dir() -> str | None:
     """The directory of multiprocess mode, when this process runs in it: the variable was
     set before prometheus-client was imported (a worker's parent sets it)."""
-    path = os.environ.get(MULTIPROC_ENV)
+    path = _multiprocess_dir()
     if path and getattr(values.ValueClass, "_multiprocess", False):
         return path
     return None

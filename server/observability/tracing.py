@@ -14,7 +14,6 @@ set), and a request pays one check.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -45,11 +44,12 @@ class Tracing:
         self.tracer: Tracer = provider.get_tracer(INSTRUMENTATION)
 
     @classmethod
-    def otlp(cls) -> Tracing:
-        """Spans exported over OTLP (http/protobuf) to ``OTEL_EXPORTER_OTLP_ENDPOINT``."""
+    def otlp(cls, service_name: str | None = None) -> Tracing:
+        """Spans exported over OTLP (http/protobuf) to ``OTEL_EXPORTER_OTLP_ENDPOINT``, as
+        ``service_name`` (``OTEL_SERVICE_NAME``; unset: ours)."""
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        named = {} if os.environ.get("OTEL_SERVICE_NAME") else {SERVICE_NAME: DEFAULT_SERVICE_NAME}
+        named = {SERVICE_NAME: service_name or DEFAULT_SERVICE_NAME}
         provider = TracerProvider(resource=Resource.create(named))
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         return cls(provider)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import platform
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,6 +36,9 @@ class ClientSettings:
     static_user_agent: bool = True
     # Query, GetItem and BatchGetItem without botocore's per-call machinery (storage.engine.direct).
     direct_reads: bool = True
+    # Whether credentials are given (AWS_ACCESS_KEY_ID, which the settings read): without
+    # them, DynamoDB Local gets placeholders (it checks that some exist, not what they are).
+    credentials_given: bool = False
 
 
 class _WireAttributeParser(AioJSONParser):  # type: ignore[misc]
@@ -95,7 +97,7 @@ def client_config_options(settings: ClientSettings) -> dict[str, Any]:
 
 
 def _credentials(settings: ClientSettings) -> dict[str, str]:
-    if is_local_endpoint(settings.endpoint_url) and not os.environ.get("AWS_ACCESS_KEY_ID"):
+    if is_local_endpoint(settings.endpoint_url) and not settings.credentials_given:
         # DynamoDB Local checks that credentials exist, not what they are. AWS endpoints get
         # the normal credential chain (environment, profile, instance or task role).
         return {"aws_access_key_id": "local", "aws_secret_access_key": "local"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 
 from resolvers.auth import TokenRules
 from schema import SchemaOptions
+from server import settings as settings_groups
 from server.cli import build_parser, main, storage_settings, token_settings, uvicorn_options
 from server.dev.demo import DEMO_PRODUCTS
 from server.runtime import DEV_TOKEN_LIFETIME
@@ -170,3 +172,64 @@ def test_a_refused_setting_never_shows_its_value() -> None:
     with pytest.raises(ValidationError) as info:
         Settings(storage_timeout=secret)  # type: ignore[arg-type]
     assert secret not in str(info.value)
+
+
+GROUPS = {
+    "Storage": (settings_groups.StorageSettings, settings_groups.StorageUse),
+    "Sign-in": (settings_groups.TokenSettings,),
+    "HTTP and limits": (settings_groups.HttpSettings,),
+    "Writes and moderation": (settings_groups.WriteSettings,),
+    "Live updates": (settings_groups.LiveUpdateSettings,),
+    "Observability": (settings_groups.ObservabilitySettings,),
+    "Development": (settings_groups.DevelopmentSettings, settings_groups.EngineSettings),
+}
+
+
+def _documented() -> dict[str, set[str]]:
+    """The variables of each section of docs/configuration.md."""
+    sections: dict[str, set[str]] = {}
+    current = None
+    for line in (ROOT / "docs" / "configuration.md").read_text().splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+        elif current is not None and line.startswith("| `"):
+            sections.setdefault(current, set()).add(line.split("`")[1])
+    return sections
+
+
+def test_every_setting_is_documented_in_its_groups_table() -> None:
+    documented = _documented()
+    grouped = {
+        name: {f.upper() for c in kinds for f in c.model_fields} for name, kinds in GROUPS.items()
+    }
+    assert {name: documented.get(name, set()) for name in GROUPS} == grouped
+    assert set().union(*grouped.values()) == {f.upper() for f in Settings.model_fields}
+
+
+def _environment_touches(path: Path) -> list[int]:
+    """Lines of ``path`` that read or write the process environment."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv"):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            names = {a.name for a in node.names}
+            lines += [node.lineno] if names & {"environ", "getenv", "putenv"} else []
+    return lines
+
+
+def test_only_the_settings_touch_the_environment() -> None:
+    allowed = {ROOT / "server" / "environment.py", *(ROOT / "server" / "settings").rglob("*.py")}
+    touching = {
+        str(path.relative_to(ROOT)): found
+        for package in ("storage", "resolvers", "schema", "server")
+        for path in (ROOT / package).rglob("*.py")
+        if path not in allowed and (found := _environment_touches(path))
+    }
+    assert touching == {}
+
+
+def test_the_environment_check_sees_a_read(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\nfrom os import getenv\nvalue = os.environ.get('X')\n")
+    assert _environment_touches(probe) == [2, 3]

@@ -1,0 +1,128 @@
+"""Configuration from the environment, in groups; every variable is its field's name in
+upper case, and ``docs/configuration.md`` lists each one (a test keeps them in step).
+
+    storage.py         where the table is (StorageSettings) and how the server reads it
+    tokens.py          sign-in: secrets or the login provider's keys, claims, roles
+    http.py            the listener, browsers, production posture, limits, caching
+    writes.py          moderation, per-author limits and rates
+    live_updates.py    the stream and what subscriptions may hold and cost
+    observability.py   metrics, logs, traces
+    development.py     the embedded engine, demo data, dev tokens
+
+Besides this package, only ``server.environment`` touches the process environment (the
+variables that are a protocol with another program). Each setting is documented where it
+is defined, and its default is the one the module
+that applies it defines (read from there, never repeated). ``Settings`` is every group
+together, with the rules that span groups (production posture, a secret for a real
+table, the metrics listener apart from the server's).
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import model_validator
+
+from server.secret_file import secret_from_file
+from server.settings.common import FROM_ENVIRONMENT
+from server.settings.development import (
+    DEFAULT_DATA_DIR,
+    DevelopmentSettings,
+    EngineSettings,
+)
+from server.settings.http import CORS_ALLOW_HEADERS, DEV_CORS_ORIGINS, MAX_WORKERS, HttpSettings
+from server.settings.live_updates import LiveUpdateSettings
+from server.settings.observability import (
+    DEFAULT_METRICS_PORT,
+    MetricsMode,
+    ObservabilitySettings,
+)
+from server.settings.storage import StorageSettings, StorageUse
+from server.settings.tokens import TokenSettings
+from server.settings.writes import WriteSettings
+
+__all__ = [
+    "CORS_ALLOW_HEADERS",
+    "DEFAULT_DATA_DIR",
+    "DEFAULT_METRICS_PORT",
+    "DEV_CORS_ORIGINS",
+    "MAX_WORKERS",
+    "DevelopmentSettings",
+    "EngineSettings",
+    "HttpSettings",
+    "LiveUpdateSettings",
+    "MetricsMode",
+    "ObservabilitySettings",
+    "Settings",
+    "StorageSettings",
+    "StorageUse",
+    "TokenSettings",
+    "WriteSettings",
+]
+
+
+class Settings(
+    StorageSettings,
+    StorageUse,
+    TokenSettings,
+    HttpSettings,
+    WriteSettings,
+    LiveUpdateSettings,
+    ObservabilitySettings,
+    DevelopmentSettings,
+    EngineSettings,
+):
+    """Everything the server reads: every group, and the rules that span them."""
+
+    model_config = FROM_ENVIRONMENT
+
+    @model_validator(mode="after")
+    def _secret_from_file(self) -> Self:
+        # TokenSettings' rule (this one takes its place, so runs before the rules below),
+        # except that in production no secret is made: every host must share one given.
+        if self.jwt_secret is None and self.jwt_secret_file is not None:
+            self.jwt_secret = secret_from_file(self.jwt_secret_file, create=not self.production)
+        return self
+
+    @model_validator(mode="after")
+    def _production_needs(self) -> Self:
+        if self.production and self.embedded:
+            raise ValueError("PRODUCTION needs DYNAMODB_ENDPOINT_URL (no embedded engine)")
+        if self.production and self.jwt_secret is None and self.jwt_jwks_url is None:
+            raise ValueError("PRODUCTION needs JWT_SECRET or JWT_JWKS_URL")
+        return self
+
+    @model_validator(mode="after")
+    def _metrics_port_apart(self) -> Self:
+        if self.metrics_mode == "port" and self.metrics_port == self.port:
+            raise ValueError(
+                "METRICS_PORT must differ from PORT: metrics have a listener of their own"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _endpoint_needs_a_secret(self) -> Self:
+        # A secret made at start-up changes with every start and differs between processes:
+        # fine for the embedded engine, one development process that prints a fresh dev
+        # token each time; tokens for a real table must outlive a restart and hold in
+        # every process.
+        if not self.embedded and self.jwt_secret is None and self.jwt_jwks_url is None:
+            raise ValueError(
+                "JWT_SECRET must be set when DYNAMODB_ENDPOINT_URL is "
+                "(or JWT_JWKS_URL; only the embedded engine runs on a secret made at start-up)"
+            )
+        return self
+
+    @property
+    def metrics_mode(self) -> MetricsMode:
+        if self.metrics is None:
+            return "port" if self.production else "on"
+        return self.metrics
+
+    @property
+    def embedded(self) -> bool:
+        return not self.dynamodb_endpoint_url
+
+    @property
+    def creates_table(self) -> bool:
+        return self.embedded if self.create_table is None else self.create_table

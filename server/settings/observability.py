@@ -1,0 +1,57 @@
+"""Observability: Prometheus metrics, log lines, OpenTelemetry traces.
+
+Defaults are those of ``server.observability``'s modules, read from there.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from server.observability.logs import LogFormat
+from server.observability.metrics import DEFAULT_MAX_OPERATIONS
+from server.settings.common import FROM_ENVIRONMENT
+
+# Where Prometheus scrapes: nowhere, /metrics on the server's own port, or a listener of
+# its own (METRICS_HOST:METRICS_PORT).
+MetricsMode = Literal["off", "on", "port"]
+# The port OpenTelemetry's and Prometheus's exporters use by convention.
+DEFAULT_METRICS_PORT = 9464
+
+
+class ObservabilitySettings(BaseSettings):
+    """Metrics, logs and traces."""
+
+    model_config = FROM_ENVIRONMENT
+
+    # Prometheus metrics: off; on: GET /metrics on this server's port; port: a listener of
+    # its own on METRICS_HOST:METRICS_PORT (the parent's, with several workers). Unset: on in
+    # development, port in production, so that the public port never serves them.
+    metrics: MetricsMode | None = None
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(default=DEFAULT_METRICS_PORT, ge=1, le=65535)
+    # Distinct operation names a process labels its metrics with; later ones are "other".
+    metrics_operations: int = Field(default=DEFAULT_MAX_OPERATIONS, ge=1, le=1000)
+    # text: the lines as they have always been; json: one JSON object a line, and one line
+    # per request (with ACCESS_LOG) carrying its operation, outcome and storage figures.
+    log_format: LogFormat = "text"
+    # Traces over OTLP (http/protobuf) to this collector; unset or empty: no tracing.
+    otel_exporter_otlp_endpoint: str | None = None
+
+    # The service's name on its spans; unset: "product-comments". (The OpenTelemetry SDK's
+    # other OTEL_* variables, read by the SDK itself, apply as usual.)
+    otel_service_name: str | None = None
+    # One log line per request: uvicorn's, or with LOG_FORMAT=json the request line that
+    # replaces it (its operation, outcome and storage figures).
+    access_log: bool = True
+
+    @property
+    def tracing_on(self) -> bool:
+        return bool(self.otel_exporter_otlp_endpoint)
+
+    @property
+    def request_lines(self) -> bool:
+        """One JSON line per request, which replaces uvicorn's access line."""
+        return self.log_format == "json" and self.access_log
