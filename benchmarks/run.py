@@ -32,7 +32,7 @@ from benchmarks.reads.inprocess import (
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import rules
 from storage.reads.reader import batch_get_counts
 
 TABLE = "bench"
@@ -49,7 +49,7 @@ async def small_products(table: TableRef) -> tuple[str, str, tuple[int, ...]]:
     busy = max(counts, key=lambda c: c.total).product_id
     gap = next(c for c in counts if c.total > 100 and 0 in c.by_rating)
     missing = gap.by_rating.index(0) + 1
-    present = [r for r in keys.RATINGS if gap.count(r) > 0]
+    present = [r for r in rules.RATINGS if gap.count(r) > 0]
     return busy, gap.product_id, (missing, *present[:2])
 
 

@@ -15,7 +15,7 @@ from resolvers.claims import ClaimMap
 from resolvers.errors import Unauthenticated
 from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES, KeySource, choose_key
 from storage.base.errors import InvalidInput
-from storage.model.comments import AUTHOR_MAX, check_identifier, clean_author_name
+from storage.model.rules import AUTHOR_MAX, check_identifier, clean_author_name
 
 ALGORITHM = "HS256"
 MODERATOR = "moderator"

@@ -22,7 +22,7 @@ from resolvers.errors import (
 )
 from storage.live.events import Listing
 from storage.live.feed import Delivery, Ended, Feed, Subscription, TooManySubscribers
-from storage.model import keys
+from storage.model import rules
 
 
 def listing_of(
@@ -34,9 +34,9 @@ def listing_of(
     """The listing a subscriber watches, from the subscription's arguments (InvalidInput,
     BAD_USER_INPUT to clients, when one is not acceptable)."""
     return Listing(
-        keys.validate_product_id(product_id),
-        None if language is None else keys.validate_language(language),
-        keys.validate_ratings(None if ratings is None else frozenset(ratings)),
+        rules.validate_product_id(product_id),
+        None if language is None else rules.validate_language(language),
+        rules.validate_ratings(None if ratings is None else frozenset(ratings)),
         verified_only,
     )
 

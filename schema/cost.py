@@ -73,14 +73,13 @@ from resolvers.pages import page_size
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
 from schema.viewer import KNOWN_ROLES
 from storage.base.errors import InvalidInput
-from storage.model import keys
-from storage.model.comments import (
+from storage.model import rules
+from storage.model.comments import PAGE_SIZE_MAX, REPORT_REASONS
+from storage.model.rules import (
     AUTHOR_MAX_BYTES,
     BODY_MAX_BYTES,
     NOTE_MAX_BYTES,
-    PAGE_SIZE_MAX,
     REPLY_MAX_BYTES,
-    REPORT_REASONS,
     TITLE_MAX_BYTES,
 )
 from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
@@ -109,7 +108,7 @@ ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
 ROUNDS = 2
 # Naming all five ratings is no filter, so a fan-out reads at most four partitions; a
 # verified-only read fans out over all five (the verified indexes are per rating).
-FAN_OUT_MAX = len(keys.RATINGS)
+FAN_OUT_MAX = len(rules.RATINGS)
 # The longest leaderboard storage.reads.leaders.leaderboard returns.
 TOP_MAX = LEADERBOARD_MAX
 # Objects a response may hold by default (docs/cost-limits.md: a page of 100 comments with
@@ -169,7 +168,7 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
                 args.get("first"), args.get("after"), args.get("last"), args.get("before")
             )
         with suppress(InvalidInput):
-            ratings = keys.validate_ratings(args.get("ratings"))
+            ratings = rules.validate_ratings(args.get("ratings"))
             if ratings is not None:
                 width = len(ratings)
             elif args.get("verifiedOnly") is False and not _by_rating(args.get("orderBy")):
@@ -251,8 +250,8 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("CommentConnection", "edges"): _length(lambda lengths: lengths.page),
     ("CommentConnection", "nodes"): _length(lambda lengths: lengths.page),
     ("QueryPlan", "queries"): _length(lambda lengths: lengths.queries),
-    ("QueryPlan", "skippedRatings"): _length(lambda _: len(keys.RATINGS)),
-    ("RatingStats", "histogram"): _length(lambda _: len(keys.RATINGS)),
+    ("QueryPlan", "skippedRatings"): _length(lambda _: len(rules.RATINGS)),
+    ("RatingStats", "histogram"): _length(lambda _: len(rules.RATINGS)),
     # One problem per input field at most (createComment checks six), else one of a rule.
     ("CreateCommentPayload", "userErrors"): _length(lambda _: 6),
     ("DeleteCommentPayload", "userErrors"): _length(lambda _: 1),

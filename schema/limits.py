@@ -34,14 +34,14 @@ from graphql import (
 from graphql.validation.validation_context import ASTValidationContext
 
 from storage.engine.batch import BATCH_GET_MAX
-from storage.model import keys
+from storage.model import rules
 
 CODE = {"code": "QUERY_TOO_COMPLEX"}
 
 # The longest list each list argument takes: ratings name at most the five ratings; ids at
 # most one BatchGetItem's worth (and each id costs a point, see schema.cost).
 LIST_CAPS: dict[tuple[str, str, str], int] = {
-    ("Product", "comments", "ratings"): len(keys.RATINGS),
+    ("Product", "comments", "ratings"): len(rules.RATINGS),
     ("Query", "nodes", "ids"): BATCH_GET_MAX,
 }
 # No list anywhere in a request (a literal, a variable's value) may be longer than the

@@ -19,7 +19,7 @@ from schema.products.leaderboard import ProductRanking
 from schema.products.types import Product
 from schema.relay import decode_global_id
 from schema.viewer import Viewer
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from storage.reads.leaders import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 
@@ -27,7 +27,7 @@ from storage.reads.leaders import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 async def resolve_node(info: Info, value: str) -> Product | Comment | None:
     type_name, node_id = decode_global_id(value)
     if type_name == "Product":
-        return Product.of(keys.validate_product_id(node_id))
+        return Product.of(rules.validate_product_id(node_id))
     if type_name == "Comment":
         found = await comment_reads.comment(info.context, node_id)
         return None if found is None else Comment.of(found)

@@ -45,7 +45,7 @@ from storage.base.expressions import Attr, Condition, all_of, query_request
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
 from storage.model.indexes import Index
 from storage.model.items import VERIFIED_ATTR, item_to_comment
@@ -156,7 +156,7 @@ async def filtered(table: TableRef, f: Filter, order: Order, position: str | Non
     found: list[tuple[Comment, str]] = []
     read = rounds = 0
     if order.by_rating:
-        ratings = sorted(f.ratings or keys.RATINGS, reverse=order is Order.HIGHEST_RATING)
+        ratings = sorted(f.ratings or rules.RATINGS, reverse=order is Order.HIGHEST_RATING)
         at, start = keys.split_rating_position(position) if position else (None, None)
         if at is not None:
             ahead = ratings.index(at)

@@ -31,7 +31,7 @@ from server.dev.local_engine import LocalEngine
 from server.dev.progress import progress_bar
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
-from storage.model import keys
+from storage.model import rules
 from storage.ops.importer import (
     CONCURRENCY,
     WINDOW_LINES,
@@ -81,7 +81,7 @@ def generate(path: Path, lines: int, products: int, rng: random.Random) -> None:
                 "externalId": f"shop-{n:07d}",
                 "productId": chosen[n],
                 "rating": ratings[n],
-                "language": keys.canonical_language(language),
+                "language": rules.canonical_language(language),
                 "body": ". ".join(rng.choices(phrases, k=rng.randint(1, 12))) + ".",
                 "author": f"customer-{rng.randrange(lines // 3)}",
                 "createdAt": moment.astimezone(timezone(offset)).isoformat(),

@@ -7,8 +7,9 @@ from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.user_errors import Checks, not_found, refused
 from storage.base.errors import CommentNotFound, NotAuthor
-from storage.model import keys
-from storage.model.comments import Comment, clean_body, clean_title
+from storage.model import rules
+from storage.model.comments import Comment
+from storage.model.rules import clean_body, clean_title
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.rates import Family
 
@@ -28,11 +29,11 @@ async def update_comment(
     who = viewer(ctx)
     field = ("input",)
     checks = Checks()
-    checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
+    checks.check((*field, "id"), lambda: rules.validate_comment_id(comment_id))
     if rating is not None:
-        checks.check((*field, "rating"), lambda: keys.validate_rating(rating))
+        checks.check((*field, "rating"), lambda: rules.validate_rating(rating))
     if language is not None:
-        checks.check((*field, "language"), lambda: keys.validate_language(language))
+        checks.check((*field, "language"), lambda: rules.validate_language(language))
     if title is not None:
         checks.check((*field, "title"), lambda: clean_title(title))
     if body is not None:

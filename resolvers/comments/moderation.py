@@ -9,8 +9,9 @@ from resolvers.context import Context
 from resolvers.errors import Forbidden
 from resolvers.user_errors import Checks, Problem, ProblemCode, Problems, not_found, refused
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment, RevisedSinceReview
-from storage.model import keys
-from storage.model.comments import REPORT_REASONS, Comment, clean_note
+from storage.model import rules
+from storage.model.comments import REPORT_REASONS, Comment
+from storage.model.rules import clean_note
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.rates import Family
 from storage.writes.reports import report_comment
@@ -26,7 +27,7 @@ async def moderate(
         raise Forbidden("only moderators may moderate comments")
     field = ("input",)
     checks = Checks()
-    checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
+    checks.check((*field, "id"), lambda: rules.validate_comment_id(comment_id))
     checks.check((*field, "note"), lambda: clean_note(note))
     checks.raise_any()
     await take_turn(ctx, who, Family.MODERATE)
@@ -64,7 +65,7 @@ async def report(ctx: Context, comment_id: str, reason: str, note: str | None) -
     who = viewer(ctx)
     field = ("input",)
     checks = Checks()
-    checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
+    checks.check((*field, "id"), lambda: rules.validate_comment_id(comment_id))
     checks.check((*field, "note"), lambda: clean_note(note))
     checks.raise_any()
     if reason not in REPORT_REASONS:  # the schema's enum admits no other value

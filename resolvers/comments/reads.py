@@ -10,7 +10,7 @@ from resolvers.context import Context
 from resolvers.errors import Forbidden, Unauthenticated
 from resolvers.pages import page_request
 from resolvers.products.stats import counts
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
 from storage.reads.cursor import Ordering
 from storage.reads.executor import Page
@@ -90,7 +90,7 @@ def _listing(
 async def comment(ctx: Context, comment_id: str) -> Comment | None:
     """A comment by id, or None when it does not exist or the viewer may not see it;
     through the request's comment loader."""
-    found = await ctx.storage(ctx.loaders.comments.load(keys.validate_comment_id(comment_id)))
+    found = await ctx.storage(ctx.loaders.comments.load(rules.validate_comment_id(comment_id)))
     return visible(ctx, found)
 
 

@@ -9,8 +9,9 @@ from resolvers.context import Context
 from resolvers.errors import Forbidden
 from resolvers.user_errors import Checks, not_found, refused
 from storage.base.errors import CommentNotFound, NoReply, NotPublished
-from storage.model import keys
-from storage.model.comments import Comment, clean_reply
+from storage.model import rules
+from storage.model.comments import Comment
+from storage.model.rules import clean_reply
 from storage.writes.rates import Family
 from storage.writes.reply import delete_reply, reply_to_comment
 
@@ -28,7 +29,7 @@ async def reply(ctx: Context, comment_id: str, body: str) -> Comment:
     name, moderator = who.name, who.is_moderator
     field = ("input",)
     checks = Checks()
-    checks.check((*field, "id"), lambda: keys.validate_comment_id(comment_id))
+    checks.check((*field, "id"), lambda: rules.validate_comment_id(comment_id))
     checks.check((*field, "body"), lambda: clean_reply(body))
     checks.raise_any()
     await take_turn(ctx, who, Family.REPLY)
@@ -52,7 +53,7 @@ async def remove_reply(ctx: Context, comment_id: str) -> Comment:
     moderator = who.is_moderator
     field = ("input", "id")
     checks = Checks()
-    checks.check(field, lambda: keys.validate_comment_id(comment_id))
+    checks.check(field, lambda: rules.validate_comment_id(comment_id))
     checks.raise_any()
     await take_turn(ctx, who, Family.REPLY)
     try:

@@ -8,7 +8,7 @@ from resolvers.comments.writes import viewer
 from resolvers.context import Context
 from resolvers.user_errors import Checks, not_found, refused
 from storage.base.errors import CommentNotFound, NotPublished, OwnComment
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import Comment, Vote
 from storage.writes.rates import Family
 from storage.writes.votes import vote_helpful
@@ -19,7 +19,7 @@ async def vote(ctx: Context, comment_id: str, verdict: Vote | None) -> Comment:
     who = viewer(ctx)
     field = ("input", "id")
     checks = Checks()
-    checks.check(field, lambda: keys.validate_comment_id(comment_id))
+    checks.check(field, lambda: rules.validate_comment_id(comment_id))
     checks.raise_any()
     await take_turn(ctx, who, Family.VOTE)
     try:

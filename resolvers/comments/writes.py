@@ -14,14 +14,9 @@ from storage.base.errors import (
     IdempotencyKeyReused,
     NotAuthor,
 )
-from storage.model import keys
-from storage.model.comments import (
-    Comment,
-    NewComment,
-    check_idempotency_key,
-    clean_body,
-    clean_title,
-)
+from storage.model import rules
+from storage.model.comments import Comment, NewComment
+from storage.model.rules import check_idempotency_key, clean_body, clean_title
 from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment
 from storage.writes import delete_comment as remove_comment
@@ -48,9 +43,9 @@ async def create_comment(
     who = viewer(ctx)
     checks = Checks()
     field = ("input",)
-    checks.check((*field, "productId"), lambda: keys.validate_product_id(product_id))
-    checks.check((*field, "rating"), lambda: keys.validate_rating(rating))
-    checks.check((*field, "language"), lambda: keys.validate_language(language))
+    checks.check((*field, "productId"), lambda: rules.validate_product_id(product_id))
+    checks.check((*field, "rating"), lambda: rules.validate_rating(rating))
+    checks.check((*field, "language"), lambda: rules.validate_language(language))
     checks.check((*field, "title"), lambda: clean_title(title))
     checks.check((*field, "body"), lambda: clean_body(body))
     checks.check((*field, "idempotencyKey"), lambda: check_idempotency_key(idempotency_key))
@@ -89,7 +84,7 @@ async def delete_comment(ctx: Context, comment_id: str) -> Comment:
     who = viewer(ctx)
     field = ("input", "id")
     checks = Checks()
-    checks.check(field, lambda: keys.validate_comment_id(comment_id))
+    checks.check(field, lambda: rules.validate_comment_id(comment_id))
     checks.raise_any()
     author = None if who.is_moderator else who.author_id
     await take_turn(ctx, who, Family.MODERATE if who.is_moderator else Family.DELETE)

@@ -10,7 +10,7 @@ from schema.comments.mutations import comment_id_of
 from schema.comments.types import Comment
 from schema.context import Info
 from schema.user_errors import UserError
-from storage.model.comments import BODY_MAX, TITLE_MAX
+from storage.model.rules import BODY_MAX, TITLE_MAX
 
 
 @strawberry.input(description="What the author changes; omitted fields stay as they are.")

@@ -12,7 +12,7 @@ from schema.comments.types import Comment
 from schema.context import Info
 from schema.scalars import DateTime
 from schema.user_errors import UserError
-from storage.model.comments import NOTE_MAX
+from storage.model.rules import NOTE_MAX
 
 
 @strawberry.input(description="A moderator's decision on a comment.")

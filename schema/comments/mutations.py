@@ -14,7 +14,7 @@ from schema.context import Info
 from schema.products.types import Product
 from schema.relay import decode_global_id
 from schema.user_errors import UserError
-from storage.model.comments import BODY_MAX, TITLE_MAX
+from storage.model.rules import BODY_MAX, TITLE_MAX
 
 
 @strawberry.input(description="A new comment; the author is taken from the bearer token.")

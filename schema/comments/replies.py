@@ -10,7 +10,7 @@ from schema.comments.mutations import comment_id_of
 from schema.comments.types import Comment
 from schema.context import Info
 from schema.user_errors import UserError
-from storage.model.comments import REPLY_MAX
+from storage.model.rules import REPLY_MAX
 
 
 @strawberry.input(description="The merchant's reply to a published comment.")

@@ -15,8 +15,8 @@ from schema.context import Info
 from schema.products.types import Product
 from schema.scalars import DateTime
 from storage.model import comments as model
-from storage.model import keys
-from storage.model.comments import TITLE_MAX
+from storage.model import rules
+from storage.model.rules import TITLE_MAX
 
 
 @strawberry.type(description="A comment (review) on a product.")
@@ -75,7 +75,7 @@ class Comment(relay.Node):
             comment_id=strawberry.ID(c.comment_id),
             product_id=strawberry.ID(c.product_id),
             rating=c.rating,
-            language=keys.canonical_language(c.language),
+            language=rules.canonical_language(c.language),
             title=c.title,
             body=c.body,
             author=c.display_author,

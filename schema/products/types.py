@@ -12,7 +12,7 @@ from resolvers.products import stats
 from schema.comments.orders import CommentOrder
 from schema.context import Info
 from schema.scalars import DateTime
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCounts
 
 if TYPE_CHECKING:
@@ -39,11 +39,11 @@ class RatingStats:
     @classmethod
     def from_counts(cls, counts: RatingCounts) -> Self:
         return cls(
-            language=None if counts.language is None else keys.canonical_language(counts.language),
+            language=None if counts.language is None else rules.canonical_language(counts.language),
             total=counts.total,
             average=counts.average,
             histogram=[
-                RatingCount(rating=r, count=counts.count(r)) for r in reversed(keys.RATINGS)
+                RatingCount(rating=r, count=counts.count(r)) for r in reversed(rules.RATINGS)
             ],
         )
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from storage.base.types import Item
 from storage.live.stream import Change
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import Comment, RatingCounts
 from storage.model.items import is_comment_item, item_to_comment
 from storage.model.stats import is_stats_item, item_to_counts, scope_of
@@ -66,7 +66,7 @@ class CommentChange:
 @dataclass(frozen=True, slots=True)
 class Listing:
     """What one subscriber watches: a product's published comments, optionally in one
-    language (lower case, as ``keys.validate_language`` gives it), some ratings, and
+    language (lower case, as ``rules.validate_language`` gives it), some ratings, and
     verified purchases only."""
 
     product_id: str
@@ -79,7 +79,9 @@ class Listing:
             comment is not None
             and comment.published
             and comment.product_id == self.product_id
-            and (self.language is None or keys.validate_language(comment.language) == self.language)
+            and (
+                self.language is None or rules.validate_language(comment.language) == self.language
+            )
             and (self.ratings is None or comment.rating in self.ratings)
             and (not self.verified_only or comment.verified)
         )

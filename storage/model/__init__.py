@@ -1,7 +1,8 @@
 """The model: what is stored and what is asked, and nothing that does I/O.
 
-Keys and identifiers and the rules user input must meet (``keys``), comments and the
-requests for them (``comments``), how a comment becomes items (``items``), the table's
+The rules every value from outside must meet (``rules``: the one home of what valid
+input is), keys and identifiers (``keys``), comments and the requests for them
+(``comments``), how a comment becomes items (``items``), the table's
 indexes (``indexes``), the counters' items (``stats``), the leaderboard's sharded layout
 (``leaderboard``), and the access patterns declared as data (``patterns``). Every item
 attribute name is defined here, so reads and writes agree on them without importing

@@ -6,20 +6,19 @@ All of them are frozen and validate themselves on creation, so a value that exis
 from __future__ import annotations
 
 import enum
-import unicodedata
 from dataclasses import dataclass, field
 
-from storage.base.errors import InvalidCommentText, InvalidPageRequest, TextMissing, TextTooLong
-from storage.model import keys
+from storage.base.errors import InvalidPageRequest
+from storage.model import keys, rules
+from storage.model.rules import (
+    AUTHOR_MAX,
+    _check_token,
+    check_idempotency_key,
+    clean_author_name,
+    clean_body,
+    clean_title,
+)
 
-TITLE_MAX = 200
-BODY_MAX = 10_000
-AUTHOR_MAX = 128
-IDEMPOTENCY_KEY_MAX = 128
-# Limits in UTF-8 bytes beside those in characters: 10,000 emoji would be 40 kB.
-TITLE_MAX_BYTES = 800
-BODY_MAX_BYTES = 20_000
-AUTHOR_MAX_BYTES = 512
 # Shown for an author whose token carried no display name.
 ANONYMOUS = "Anonymous"
 PAGE_SIZE_MAX = 100
@@ -56,10 +55,6 @@ REPORT_REASONS: tuple[str, ...] = (
     "FAKE",
     "OTHER",
 )
-NOTE_MAX = 1_000
-NOTE_MAX_BYTES = 4_000
-REPLY_MAX = 5_000
-REPLY_MAX_BYTES = 10_000
 
 
 class Vote(enum.Enum):
@@ -145,109 +140,6 @@ class Comment:
         return keys.sort_key(self.created_at, self.comment_id)
 
 
-# Characters that reorder or hide text (bidi embeddings, overrides and isolates): they let a
-# comment display as something other than what it says, so they are refused.
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-# Letters that render as nothing (Hangul fillers, the braille blank) though not categorised so.
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-# Categories that show nothing on their own: separators, controls, format characters
-# (zero-width spaces and joiners, soft hyphens, tags), combining marks without a base.
-_INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Mn", "Me"})
-
-
-def _visible(ch: str) -> bool:
-    return unicodedata.category(ch) not in _INVISIBLE_CATEGORIES and ch not in _BLANK_LETTERS
-
-
-def _check_text(
-    name: str, value: object, maximum: int, max_bytes: int, *, optional: bool
-) -> str | None:
-    """A text in NFC, or the reason it is refused.
-
-    Refused: C0 and C1 control characters (tab and line breaks aside), bidi embedding,
-    override and isolate controls, texts with nothing visible, and texts over the limit in
-    characters or in UTF-8 bytes (bytes are what storage and responses cost).
-    """
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise InvalidCommentText(f"{name} must be a string")
-    if any(unicodedata.category(ch) == "Cs" for ch in value):
-        # A lone surrogate (JSON admits "\ud800") is not text: it cannot be encoded.
-        raise InvalidCommentText(f"{name} must be valid Unicode text (it has a lone surrogate)")
-    value = unicodedata.normalize("NFC", value)
-    if not any(_visible(ch) for ch in value):
-        if optional and not value.strip():
-            return None
-        raise TextMissing(f"{name} must not be empty or invisible")
-    if len(value) > maximum:
-        raise TextTooLong(f"{name} must be at most {maximum:,} characters")
-    if len(value.encode("utf-8")) > max_bytes:
-        raise TextTooLong(f"{name} must be at most {max_bytes:,} bytes in UTF-8")
-    for ch in value:
-        if unicodedata.category(ch) == "Cc" and ch not in "\n\r\t":
-            raise InvalidCommentText(f"{name} must not contain control characters")
-        if ch in _BIDI_CONTROLS:
-            raise InvalidCommentText(f"{name} must not contain bidirectional control characters")
-    return value
-
-
-def clean_body(value: object) -> str:
-    """The body as stored (NFC), or InvalidCommentText saying why not."""
-    body = _check_text("body", value, BODY_MAX, BODY_MAX_BYTES, optional=False)
-    assert body is not None  # not optional: refused rather than None
-    return body
-
-
-def clean_title(value: object) -> str | None:
-    """The title as stored (NFC; None for none or a blank one), or InvalidCommentText."""
-    return _check_text("title", value, TITLE_MAX, TITLE_MAX_BYTES, optional=True)
-
-
-def clean_note(value: object) -> str | None:
-    """A moderator's or a reporter's note as stored (NFC; None for none or a blank one)."""
-    return _check_text("note", value, NOTE_MAX, NOTE_MAX_BYTES, optional=True)
-
-
-def clean_reply(value: object) -> str:
-    """A merchant reply's body as stored (NFC), or InvalidCommentText saying why not."""
-    body = _check_text("body", value, REPLY_MAX, REPLY_MAX_BYTES, optional=False)
-    assert body is not None  # not optional: refused rather than None
-    return body
-
-
-def clean_author_name(value: object) -> str | None:
-    """A display name as stored (NFC; None for none)."""
-    return _check_text("author name", value, AUTHOR_MAX, AUTHOR_MAX_BYTES, optional=True)
-
-
-def check_idempotency_key(value: object) -> None:
-    """None, or a key of at most IDEMPOTENCY_KEY_MAX characters without controls."""
-    if value is not None:
-        _check_token("idempotency key", value, IDEMPOTENCY_KEY_MAX)
-
-
-def check_identifier(name: str, value: object, maximum: int) -> str:
-    """An identifier-like text (an author id, a role, a product id from a token): non-blank,
-    at most ``maximum`` characters, and nothing invisible or unencodable in it: no
-    control, format (bidi, zero-width) or surrogate characters."""
-    _check_token(name, value, maximum)
-    assert isinstance(value, str)
-    return value
-
-
-def _check_token(name: str, value: object, maximum: int) -> None:
-    """An identifier-like text: non-blank, at most ``maximum`` characters, no controls."""
-    if not isinstance(value, str):
-        raise InvalidCommentText(f"{name} must be a string")
-    if not value.strip():
-        raise TextMissing(f"{name} must be a non-empty string")
-    if len(value) > maximum:
-        raise TextTooLong(f"{name} must be at most {maximum:,} characters")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in value):
-        raise InvalidCommentText(f"{name} must not contain control, format or surrogate characters")
-
-
 @dataclass(frozen=True, slots=True)
 class NewComment:
     """What a caller asks to create; ``created_at`` is set by the writer unless given."""
@@ -265,9 +157,9 @@ class NewComment:
     verified: bool = False
 
     def __post_init__(self) -> None:
-        keys.validate_product_id(self.product_id)
-        object.__setattr__(self, "language", keys.validate_language(self.language))
-        keys.validate_rating(self.rating)
+        rules.validate_product_id(self.product_id)
+        object.__setattr__(self, "language", rules.validate_language(self.language))
+        rules.validate_rating(self.rating)
         checked = {
             "body": clean_body(self.body),
             "title": clean_title(self.title),
@@ -318,7 +210,7 @@ class RatingCounts:
 
     def __post_init__(self) -> None:
         for counts in (self.by_rating, self.verified):
-            if len(counts) != len(keys.RATINGS) or any(c < 0 for c in counts):
+            if len(counts) != len(rules.RATINGS) or any(c < 0 for c in counts):
                 raise ValueError(f"counts must be five non-negative numbers: {counts}")
 
     def only_verified(self) -> RatingCounts:
@@ -326,7 +218,7 @@ class RatingCounts:
         return RatingCounts(self.product_id, self.language, self.verified, self.verified)
 
     def count(self, rating: int) -> int:
-        return self.by_rating[keys.validate_rating(rating) - 1]
+        return self.by_rating[rules.validate_rating(rating) - 1]
 
     @property
     def total(self) -> int:
@@ -337,7 +229,7 @@ class RatingCounts:
         total = self.total
         if total == 0:
             return None
-        return sum(r * c for r, c in zip(keys.RATINGS, self.by_rating, strict=True)) / total
+        return sum(r * c for r, c in zip(rules.RATINGS, self.by_rating, strict=True)) / total
 
     def matching(self, ratings: frozenset[int] | None) -> int:
         """How many comments a rating filter (None = all) matches."""
@@ -396,7 +288,7 @@ class ListingFilter:
     verified_only: bool = False
 
     def __post_init__(self) -> None:
-        keys.validate_product_id(self.product_id)
+        rules.validate_product_id(self.product_id)
         if self.language is not None:
-            object.__setattr__(self, "language", keys.validate_language(self.language))
-        object.__setattr__(self, "ratings", keys.validate_ratings(self.ratings))
+            object.__setattr__(self, "language", rules.validate_language(self.language))
+        object.__setattr__(self, "ratings", rules.validate_ratings(self.ratings))

@@ -1,8 +1,8 @@
-"""Validation of key parts and construction of every key of the single-table model.
+"""Every key of the single-table model, and reading positions back out of them.
 
-A product id, a language or a rating that could smuggle a delimiter (``/``, ``#``) into a
-key is rejected here with a typed error: keys are never escaped, so a key can always be
-split back into its parts and no two inputs share a partition.
+Each key part is first held to its rule (``storage.model.rules``): a product id, a
+language or a rating that could smuggle a delimiter (``/``, ``#``) into a key never gets
+this far, so keys are never escaped and can always be split back into their parts.
 """
 
 from __future__ import annotations
@@ -13,31 +13,24 @@ import uuid
 from datetime import UTC, datetime
 
 from storage.base.errors import (
-    InvalidCommentId,
     InvalidCursor,
-    InvalidLanguage,
-    InvalidProductId,
-    InvalidRating,
+)
+from storage.model.rules import (
+    validate_comment_id,
+    validate_language,
+    validate_product_id,
+    validate_rating,
 )
 
-PRODUCT_ID_MAX = 128
-COMMENT_ID_MAX = 64
-LANGUAGE_MAX = 35
 # Wide enough for any count DynamoDB could hold in practice, fixed so strings sort as numbers.
 LEADER_COUNT_WIDTH = 12
 # Digits of the helpful count in HSK (more votes than any comment will get).
 HELPFUL_WIDTH = 10
 
-# Letters, digits and a few punctuation marks that never act as delimiters in our keys.
-_PRODUCT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
-_COMMENT_ID = re.compile(r"[A-Za-z0-9_-]+")
 # Every comment id this layer generates (see ``new_comment_id``).
 _GENERATED_ID = re.compile(r"[0-9a-f]{32}")
-# BCP 47 shape (primary subtag plus optional subtags), compared in lower case.
-_LANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8})*")
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
-RATINGS: tuple[int, ...] = (1, 2, 3, 4, 5)
 LEADERS = "LEADERS"
 STATS_ALL = "S"
 COMMENT_PREFIX = "COMMENT#"
@@ -55,82 +48,6 @@ IMPORT_PREFIX = "IMPORT#"
 # (see DESIGN.md, "The life of a comment").
 QUEUE_PK = "MODQUEUE"
 QUEUE_COUNT_SK = "COUNT"
-
-
-def validate_product_id(product_id: object) -> str:
-    """Return the product id unchanged if it is safe to put in a key, else raise."""
-    if (
-        not isinstance(product_id, str)
-        or not 0 < len(product_id) <= PRODUCT_ID_MAX
-        or not _PRODUCT_ID.fullmatch(product_id)
-    ):
-        raise InvalidProductId(
-            f"product id must be 1-{PRODUCT_ID_MAX} characters of letters, digits and . _ : -"
-            ", starting with a letter or digit"
-        )
-    return product_id
-
-
-def validate_comment_id(comment_id: object) -> str:
-    """Return the comment id unchanged if it is well formed, else raise."""
-    if (
-        not isinstance(comment_id, str)
-        or not 0 < len(comment_id) <= COMMENT_ID_MAX
-        or not _COMMENT_ID.fullmatch(comment_id)
-    ):
-        raise InvalidCommentId(
-            f"comment id must be 1-{COMMENT_ID_MAX} characters of letters, digits, _ and -"
-        )
-    return comment_id
-
-
-def validate_language(language: object) -> str:
-    """Return the language tag in lower case (tags are case-insensitive), else raise."""
-    if not isinstance(language, str) or not 0 < len(language) <= LANGUAGE_MAX:
-        raise InvalidLanguage("language must be a BCP 47 tag such as 'en' or 'pt-BR'")
-    lowered = language.lower()
-    if not _LANGUAGE.fullmatch(lowered):
-        raise InvalidLanguage("language must be a BCP 47 tag such as 'en' or 'pt-BR'")
-    return lowered
-
-
-def canonical_language(tag: str) -> str:
-    """A valid tag in the case BCP 47 recommends (RFC 5646, 2.1.1): ``pt-BR``, ``zh-Hant``,
-    ``es-419``, ``en-US-x-twain``. Tags are case-insensitive, so keys use lower case; this
-    is the case people expect to read."""
-    parts = tag.lower().split("-")
-    out = [parts[0]]
-    # After a singleton (an extension or private use, "x-..."), everything stays lower case;
-    # a tag that starts with one ("x-klingon", "i-enochian") is lower case throughout.
-    verbatim = len(parts[0]) == 1
-    for part in parts[1:]:
-        if verbatim or len(part) == 1:
-            verbatim = True
-        elif len(part) == 2 and part.isalpha():
-            part = part.upper()  # region
-        elif len(part) == 4 and part.isalpha():
-            part = part.title()  # script
-        out.append(part)
-    return "-".join(out)
-
-
-def validate_rating(rating: object) -> int:
-    """Return the rating if it is an integer from 1 to 5, else raise."""
-    if isinstance(rating, bool) or not isinstance(rating, int) or rating not in RATINGS:
-        raise InvalidRating("rating must be an integer from 1 to 5")
-    return rating
-
-
-def validate_ratings(ratings: object) -> frozenset[int] | None:
-    """Normalise a rating filter: None or empty means no filter, as does naming all five."""
-    if ratings is None:
-        return None
-    if isinstance(ratings, str | bytes) or not hasattr(ratings, "__iter__"):
-        raise InvalidRating("ratings must be a list of integers from 1 to 5")
-    chosen = frozenset(validate_rating(r) for r in ratings)
-    if not chosen or chosen == frozenset(RATINGS):
-        return None
-    return chosen
 
 
 def new_comment_id() -> str:

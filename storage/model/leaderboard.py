@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from storage.base.expressions import Attr, Condition
 from storage.base.types import Item
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.items import number
 
 LAYOUT_KEY: Item = {"PK": {"S": "LAYOUT"}, "SK": {"S": keys.LEADERS}}
@@ -48,7 +48,7 @@ def validate_shards(shards: object) -> int:
 def shard_of(product_id: str, shards: int) -> int:
     """The product's shard among ``shards``: the same in every process and on every run
     (a hash of the id, not Python's salted ``hash``)."""
-    digest = hashlib.sha256(keys.validate_product_id(product_id).encode()).digest()
+    digest = hashlib.sha256(rules.validate_product_id(product_id).encode()).digest()
     return int.from_bytes(digest[:8], "big") % validate_shards(shards)
 
 

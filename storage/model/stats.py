@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from storage.base.expressions import Attr, Update
 from storage.base.types import Item
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import RatingCounts
 from storage.model.indexes import SORT_KEY, Index
 from storage.model.items import number
@@ -26,10 +26,10 @@ from storage.model.leaderboard import LeaderLayout, is_leader_partition
 # (product id, language or None for all languages): which stats item.
 StatsScope = tuple[str, str | None]
 
-COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in keys.RATINGS)
+COUNT_ATTRS: tuple[str, ...] = tuple(f"count_{r}" for r in rules.RATINGS)
 FIVE_ATTR = COUNT_ATTRS[4]
 TOTAL_ATTR = "count_total"
-VERIFIED_ATTRS: tuple[str, ...] = tuple(f"verified_{r}" for r in keys.RATINGS)
+VERIFIED_ATTRS: tuple[str, ...] = tuple(f"verified_{r}" for r in rules.RATINGS)
 VERIFIED_TOTAL_ATTR = "verified_total"
 # Every counter of a stats item, in the order of a tally (see ``count_in``).
 COUNTERS: tuple[str, ...] = (*COUNT_ATTRS, *VERIFIED_ATTRS)

@@ -37,7 +37,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import Direction, ListingFilter, Order, PageRequest, RatingCounts
 from storage.model.indexes import SORT_KEY, Index
 from storage.model.patterns import index_patterns, read_pattern
@@ -552,7 +552,7 @@ def _plan_verified(
     pid, lang = listing.product_id, listing.language
     verified = stats.only_verified()
     requested = listing.ratings
-    chosen = sorted(requested if requested is not None else keys.RATINGS, reverse=True)
+    chosen = sorted(requested if requested is not None else rules.RATINGS, reverse=True)
     live = tuple(r for r in chosen if verified.count(r) > 0)
     # A rating named by the filter and counted zero is skipped; with no filter, the empty
     # ones are too (the verified fan-out always names ratings).
@@ -591,7 +591,7 @@ def _plan_in_turn(
     partition holds an unknown rest, so nothing after it is read in the first round."""
     pid, lang = listing.product_id, listing.language
     counts = stats.only_verified() if listing.verified_only else stats
-    requested = listing.ratings if listing.ratings is not None else frozenset(keys.RATINGS)
+    requested = listing.ratings if listing.ratings is not None else frozenset(rules.RATINGS)
     # Reading order: highest first for a forward page of HIGHEST_RATING or a backward one
     # of LOWEST_RATING.
     descending = (order is Order.HIGHEST_RATING) == (page.direction is Direction.FORWARD)

@@ -14,7 +14,7 @@ from storage.engine import metering
 from storage.engine.batch import batch_get_items
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff, gather_reads
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import Comment, ListingFilter, Order, PageRequest, RatingCounts
 from storage.model.indexes import SORT_KEY, Index
 from storage.model.items import (
@@ -61,7 +61,7 @@ async def batch_get_counts(
 ) -> list[RatingCounts]:
     """Counters for many (product, language) pairs, in the order asked, via BatchGetItem."""
     normal = [
-        (keys.validate_product_id(p), None if lang is None else keys.validate_language(lang))
+        (rules.validate_product_id(p), None if lang is None else rules.validate_language(lang))
         for p, lang in wanted
     ]
     found = await batch_get_items(
@@ -84,7 +84,7 @@ async def batch_get_comments(
     """Comments by id in the order asked, None for ids that do not exist; ``read_units``
     receives the capacity each comment found took to read (``storage.engine.metering``)."""
     for cid in comment_ids:
-        keys.validate_comment_id(cid)
+        rules.validate_comment_id(cid)
     unique = list(dict.fromkeys(comment_ids))
     found = await batch_get_items(
         table,
@@ -235,7 +235,7 @@ async def last_commented_at(table: TableRef, product_ids: Sequence[str]) -> list
     on the counters: it is then exact after deletes too, with nothing to maintain.
     """
     for pid in product_ids:
-        keys.validate_product_id(pid)
+        rules.validate_product_id(pid)
     unique = list(dict.fromkeys(product_ids))
     responses = await gather_reads([_newest(table, pid) for pid in unique])
     newest = {}

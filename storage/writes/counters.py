@@ -24,7 +24,7 @@ from storage.base.errors import CounterInvariantBroken
 from storage.base.expressions import Attr, Update, check_request, get_request
 from storage.engine.leaderboard_layout import known_layout
 from storage.engine.table import TableRef
-from storage.model import keys, stats
+from storage.model import rules, stats
 from storage.model.comments import Comment, Status
 from storage.model.items import QUEUE_COUNT_ATTR, number, queue_count_key
 from storage.model.leaderboard import LAYOUT_KEY, LeaderLayout, layout_of
@@ -179,7 +179,7 @@ def _update(
     for move in scope_moves:
         deltas[move.comment.rating - 1] += move.delta
         if move.comment.verified:
-            deltas[len(keys.RATINGS) + move.comment.rating - 1] += move.delta
+            deltas[len(rules.RATINGS) + move.comment.rating - 1] += move.delta
     if not any(deltas):
         return None
     stats.add_counts(u, deltas)

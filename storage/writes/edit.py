@@ -12,8 +12,9 @@ from storage.base.clock import utc_now
 from storage.base.errors import CommentNotFound, NotAuthor
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
-from storage.model import keys
-from storage.model.comments import Comment, ModerationMode, Status, clean_body, clean_title
+from storage.model import keys, rules
+from storage.model.comments import Comment, ModerationMode, Status
+from storage.model.rules import clean_body, clean_title
 from storage.writes.state import Stored
 from storage.writes.transition import Change, apply
 
@@ -31,9 +32,9 @@ class Edit:
 
     def __post_init__(self) -> None:
         if self.rating is not None:
-            keys.validate_rating(self.rating)
+            rules.validate_rating(self.rating)
         if self.language is not None:
-            object.__setattr__(self, "language", keys.validate_language(self.language))
+            object.__setattr__(self, "language", rules.validate_language(self.language))
         if self.title is not None:
             cleaned = clean_title(self.title)
             object.__setattr__(self, "title", cleaned)

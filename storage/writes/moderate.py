@@ -14,7 +14,8 @@ from storage.base.errors import RevisedSinceReview
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
-from storage.model.comments import Comment, Moderation, Status, clean_note
+from storage.model.comments import Comment, Moderation, Status
+from storage.model.rules import clean_note
 from storage.writes.state import Stored
 from storage.writes.transition import Change, apply
 

@@ -13,7 +13,8 @@ from storage.base.errors import NoReply, NotPublished
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
-from storage.model.comments import Comment, Reply, clean_author_name, clean_reply
+from storage.model.comments import Comment, Reply
+from storage.model.rules import clean_author_name, clean_reply
 from storage.writes.state import Stored
 from storage.writes.transition import Change, apply
 

@@ -23,8 +23,9 @@ from storage.base.types import Item
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
-from storage.model.comments import REPORT_REASONS, Comment, Status, clean_note
+from storage.model.comments import REPORT_REASONS, Comment, Status
 from storage.model.items import EXPIRES_ATTR
+from storage.model.rules import clean_note
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import Part
 from storage.writes.transition import Change, apply

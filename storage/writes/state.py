@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from storage.base.expressions import Attr, Condition, all_of
 from storage.base.types import Item
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import Comment
 from storage.model.items import VERSION_ATTR, comment_key, holds_slot, item_to_comment, item_version
 from storage.writes.transaction import CallBudget
@@ -51,7 +51,7 @@ async def read_stored(
         budget.spend()
     response = await table.client.get_item(
         TableName=table.name,
-        Key=comment_key(keys.validate_comment_id(comment_id)),
+        Key=comment_key(rules.validate_comment_id(comment_id)),
         ConsistentRead=True,
     )
     item = response.get("Item")

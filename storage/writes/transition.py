@@ -26,7 +26,7 @@ from storage.base.errors import CommentNotFound, StorageError, WriteConflict
 from storage.base.expressions import delete_request, put_request
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import Comment
 from storage.model.items import comment_key, comment_to_item
 from storage.writes import counters
@@ -78,7 +78,7 @@ async def apply(
     does not exist. ``decide`` may raise to refuse (and is called again after every lost
     race, so it must not have effects). ``budget``: the calls it may make, when a caller
     shares its own among several steps."""
-    keys.validate_comment_id(comment_id)
+    rules.validate_comment_id(comment_id)
     budget = CallBudget() if budget is None else budget
     transient = 0
     while True:

@@ -37,7 +37,7 @@ from storage.base.expressions import get_request
 from storage.engine.batch import batch_get_items
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import Comment, Vote
 from storage.model.items import VOTE_ATTR, comment_key
 from storage.writes.ballots import Ballot, Moved, cast, vote_key
@@ -89,7 +89,7 @@ async def vote_helpful(
     one already has changes nothing. ``shared``: the table the lane's transactions go
     through, which several voters' requests share (not one request's metered view, whose
     budget and figures are that request's own); ``table`` by default."""
-    keys.validate_comment_id(comment_id)
+    rules.validate_comment_id(comment_id)
     now = keys.format_timestamp(clock())
     # One budget for every read and attempt: a vote makes no more calls than any write.
     budget = CallBudget()

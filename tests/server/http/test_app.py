@@ -13,7 +13,8 @@ import pytest
 from resolvers.auth import ALGORITHM
 from resolvers.authors import author_key, public_author_id
 from storage.engine.table import TableRef
-from storage.model.comments import BODY_MAX, TITLE_MAX, Comment, ListingFilter, NewComment
+from storage.model.comments import Comment, ListingFilter, NewComment
+from storage.model.rules import BODY_MAX, TITLE_MAX
 from storage.reads.reader import get_counts
 from tests.api_helpers import SECRET, Api, running_api, token
 from tests.helpers import (

@@ -13,12 +13,12 @@ from storage.base.errors import (
     InvalidProductId,
     InvalidRating,
 )
-from storage.model import keys
+from storage.model import keys, rules
 
 
 @pytest.mark.parametrize("good", ["42", "sku-1.2_3:x", "A" * 128, "a"])
 def test_product_ids_accepted(good: str) -> None:
-    assert keys.validate_product_id(good) == good
+    assert rules.validate_product_id(good) == good
 
 
 @pytest.mark.parametrize(
@@ -27,26 +27,26 @@ def test_product_ids_accepted(good: str) -> None:
 )
 def test_product_ids_with_delimiters_or_odd_characters_rejected(bad: object) -> None:
     with pytest.raises(InvalidProductId):
-        keys.validate_product_id(bad)
+        rules.validate_product_id(bad)
 
 
 @pytest.mark.parametrize(
     ("given", "normal"), [("en", "en"), ("pt-BR", "pt-br"), ("ZH-hant", "zh-hant")]
 )
 def test_languages_normalised_to_lower_case(given: str, normal: str) -> None:
-    assert keys.validate_language(given) == normal
+    assert rules.validate_language(given) == normal
 
 
 @pytest.mark.parametrize("bad", ["", "e", "english", "en/us", "en#", "en_US", "e1", "x" * 40, 7])
 def test_bad_languages_rejected(bad: object) -> None:
     with pytest.raises(InvalidLanguage):
-        keys.validate_language(bad)
+        rules.validate_language(bad)
 
 
 @pytest.mark.parametrize("bad", [0, 6, -1, True, 2.0, "3", None])
 def test_ratings_outside_one_to_five_rejected(bad: object) -> None:
     with pytest.raises(InvalidRating):
-        keys.validate_rating(bad)
+        rules.validate_rating(bad)
 
 
 @pytest.mark.parametrize(
@@ -54,21 +54,21 @@ def test_ratings_outside_one_to_five_rejected(bad: object) -> None:
     [(None, None), ([], None), ([1, 2, 3, 4, 5], None), ([5, 5, 1], frozenset({1, 5}))],
 )
 def test_rating_filters_normalised(given: list[int] | None, normal: frozenset[int] | None) -> None:
-    assert keys.validate_ratings(given) == normal
+    assert rules.validate_ratings(given) == normal
 
 
 def test_rating_filter_with_bad_member_rejected() -> None:
     with pytest.raises(InvalidRating):
-        keys.validate_ratings([1, 7])
+        rules.validate_ratings([1, 7])
     with pytest.raises(InvalidRating):
-        keys.validate_ratings("12")
+        rules.validate_ratings("12")
 
 
 def test_comment_ids() -> None:
-    assert keys.validate_comment_id("abc_DEF-123") == "abc_DEF-123"
+    assert rules.validate_comment_id("abc_DEF-123") == "abc_DEF-123"
     for bad in ["", "a#b", "a/b", "x" * 65, "a b"]:
         with pytest.raises(InvalidCommentId):
-            keys.validate_comment_id(bad)
+            rules.validate_comment_id(bad)
 
 
 def test_index_partition_keys() -> None:
@@ -169,5 +169,5 @@ def test_no_sort_key_lies_between_a_key_and_its_exclusive_bounds(a: str, b: str)
     ],
 )
 def test_languages_read_back_in_their_canonical_case(written: str, canonical: str) -> None:
-    assert keys.canonical_language(keys.validate_language(written)) == canonical
-    assert keys.validate_language(canonical) == keys.validate_language(written)  # same key
+    assert rules.canonical_language(rules.validate_language(written)) == canonical
+    assert rules.validate_language(canonical) == rules.validate_language(written)  # same key

@@ -22,8 +22,9 @@ from storage.base.types import DynamoClient, Response
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
-from storage.model.comments import BODY_MAX, TITLE_MAX, NewComment, Status
+from storage.model.comments import NewComment, Status
 from storage.model.leaderboard import LeaderLayout
+from storage.model.rules import BODY_MAX, TITLE_MAX
 from storage.ops.import_lines import FUTURE_SKEW
 from storage.ops.importer import (
     LINE_MAX_BYTES,

@@ -28,7 +28,7 @@ from storage.base.types import DynamoClient, Item, Response
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef, create_table
 from storage.engine.wrapping import ClientWrapper
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import (
     Comment,
     ListingFilter,
@@ -144,7 +144,7 @@ def legacy_stats(product_id: str, language: str | None, counts: list[int]) -> It
         "SK": {"S": keys.stats_sk(language)},
         "productId": {"S": product_id},
         "count_total": {"N": str(sum(counts))},
-        **{f"count_{r}": {"N": str(n)} for r, n in zip(keys.RATINGS, counts, strict=True)},
+        **{f"count_{r}": {"N": str(n)} for r, n in zip(rules.RATINGS, counts, strict=True)},
     }
     if language is not None:
         item["language"] = {"S": language}

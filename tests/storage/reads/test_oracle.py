@@ -24,7 +24,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from storage.engine.table import TableRef, create_table
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import (
     Comment,
     Direction,
@@ -205,7 +205,7 @@ async def _listings_equal_brute_force(
 
 
 def _tally(comments: list[Comment]) -> tuple[int, ...]:
-    return tuple(sum(1 for c in comments if c.rating == r) for r in keys.RATINGS)
+    return tuple(sum(1 for c in comments if c.rating == r) for r in rules.RATINGS)
 
 
 @given(scenarios())

@@ -8,7 +8,7 @@ import pytest
 
 from storage.base.errors import CommentNotFound, InvalidProductId, NotAuthor
 from storage.engine.table import TableRef, create_table
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import (
     Comment,
     Direction,
@@ -157,7 +157,7 @@ async def test_ap7_ap9_counts_all_languages(
     table: TableRef, product: list[Comment], seeded_pid: str
 ) -> None:
     counts = await get_counts(table, seeded_pid, None)
-    expected = [sum(1 for c in product if c.rating == r) for r in keys.RATINGS]
+    expected = [sum(1 for c in product if c.rating == r) for r in rules.RATINGS]
     assert list(counts.by_rating) == expected
     assert counts.total == len(product)
     assert await last_commented_at(table, [seeded_pid]) == [max(c.created_at for c in product)]
@@ -170,7 +170,7 @@ async def test_ap8_ap10_counts_one_language(
         counts = await get_counts(table, seeded_pid, lang)
         mine = [c for c in product if c.language == lang]
         assert list(counts.by_rating) == [
-            sum(1 for c in mine if c.rating == r) for r in keys.RATINGS
+            sum(1 for c in mine if c.rating == r) for r in rules.RATINGS
         ]
         assert counts.total == len(mine)
 

@@ -47,7 +47,7 @@ from storage.base.errors import (
 )
 from storage.engine.retry import Backoff
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import keys, rules
 from storage.model.comments import (
     REPORT_REASONS,
     Comment,
@@ -501,7 +501,7 @@ async def every_page(read: Callable[[PageRequest], Awaitable[Page]]) -> list[Com
 
 
 def tally(comments: Sequence[Comment]) -> tuple[int, int, int, int, int]:
-    n = [sum(1 for c in comments if c.rating == r) for r in keys.RATINGS]
+    n = [sum(1 for c in comments if c.rating == r) for r in rules.RATINGS]
     return (n[0], n[1], n[2], n[3], n[4])
 
 

@@ -32,7 +32,7 @@ from storage.base.errors import (
 )
 from storage.engine.retry import Backoff
 from storage.engine.table import TableRef
-from storage.model import keys
+from storage.model import rules
 from storage.model.comments import Comment, Direction, ListingFilter, NewComment, PageRequest
 from storage.ops.reshard import reshard_leaders
 from storage.ops.verify import verify
@@ -280,13 +280,13 @@ class WriteRaces(RuleBasedStateMachine):
             pid = self.pid(product)
             mine = [c for c in self.live.values() if c.product_id == pid]
             counts = await get_counts(table, pid, None)
-            expected = tuple(sum(1 for c in mine if c.rating == r) for r in keys.RATINGS)
+            expected = tuple(sum(1 for c in mine if c.rating == r) for r in rules.RATINGS)
             assert counts.by_rating == expected, (pid, counts, expected)
             for _, used in {s for s in self.languages_used if s[0] == pid}:
                 counts = await get_counts(table, pid, used)
                 expected = tuple(
                     sum(1 for c in mine if c.rating == r and c.language == used)
-                    for r in keys.RATINGS
+                    for r in rules.RATINGS
                 )
                 assert counts.by_rating == expected, (pid, used, counts, expected)
             for language, ratings in FILTERS:
