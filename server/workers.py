@@ -99,24 +99,50 @@ class WorkerConfig(uvicorn.Config):
 
 
 class Supervisor(Multiprocess):
-    """uvicorn's supervisor, which also tells prometheus-client of every worker that ended
-    (replaced after dying, or stopped), so that the live gauges (subscriptions open, stream
-    lag) stop counting it; counters keep what it counted."""
+    """uvicorn's supervisor, which also finds a worker that dies while its health check is
+    out at once, and with metrics on (``metrics_dir``) tells prometheus-client of every
+    worker that ended (replaced after dying, or stopped), so that the live gauges
+    (subscriptions open, stream lag) stop counting it; counters keep what it counted.
 
-    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket], metrics_dir: str):
+    uvicorn's health check sends a worker a ping over a pipe and waits for the answer up to
+    ``HEALTH_CHECK_SECONDS``; the parent kept the worker's end of that pipe open too, so a
+    worker killed between the ping and its answer left the wait to run out: for a minute the
+    worker was neither replaced nor forgotten. Once a worker has started, the parent closes
+    its copy of that end (``release_pipes``): a dead worker's pipe then reads as closed, and
+    the check fails at once.
+    """
+
+    def __init__(
+        self, config: uvicorn.Config, sockets: list[socket.socket], metrics_dir: str | None
+    ):
         super().__init__(config, sockets)
         self.metrics_dir = metrics_dir
         self.known: set[int] = set()
 
+    def init_processes(self) -> None:
+        super().init_processes()
+        self.release_pipes()
+
     def keep_subprocess_alive(self) -> None:
         super().keep_subprocess_alive()
+        self.release_pipes()
         self.forget_ended()
 
     def handle_signals(self) -> None:
         super().handle_signals()
+        self.release_pipes()
         self.forget_ended()
 
+    def release_pipes(self) -> None:
+        """Close the parent's copy of each started worker's end of its health-check pipe
+        (the worker has its own); closing one twice does nothing."""
+        for process in self.processes:
+            if process.pid is not None:
+                process.child_conn.close()
+
     def forget_ended(self) -> None:
+        if self.metrics_dir is None:
+            return
         running = {p.pid for p in self.processes if p.pid is not None}
         for pid in self.known - running:
             mark_process_dead(pid, self.metrics_dir)  # type: ignore[no-untyped-call]
@@ -177,11 +203,7 @@ def serve(settings: Settings, options: dict[str, Any], limits: HeadLimits) -> in
                 **options,
             )
             sock = config.bind_socket()
-            supervisor = (
-                Multiprocess(config, sockets=[sock])
-                if directory is None
-                else Supervisor(config, [sock], directory)
-            )
+            supervisor = Supervisor(config, [sock], directory)
             try:
                 supervisor.run()
             finally:

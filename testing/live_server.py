@@ -57,6 +57,9 @@ def live_server(
         "JWT_SECRET": jwt_secret,
         "HOST": "127.0.0.1",
         "PORT": str(port),
+        # A free port for the metrics listener (production, or several workers), never the
+        # fixed default, which another test process (or a server) may hold.
+        "METRICS_PORT": str(free_port()),
         "COMMENTS_PER_PRODUCT": "0",
         "COMMENTS_PER_HOUR": "0",
         "EDITS_PER_HOUR": "0",

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from resolvers.auth import mint
+from server.dev.local_engine import free_port
 from server.http.app import create_app
 from server.settings import Settings
 from storage.base.types import DynamoClient
@@ -70,13 +71,14 @@ NO_WRITE_LIMITS = {
 async def running_api(client: DynamoClient, table: str, **overrides: Any) -> AsyncIterator[Api]:
     """The app in process. Per-author write limits and rates are lifted unless given: most
     tests write many comments as one author on one product; the limit tests pass them
-    explicitly."""
+    explicitly. A production app's metrics listener takes a free port unless one is given,
+    never the fixed default, which another test process (or a server) may hold."""
     settings = Settings(
         dynamodb_endpoint_url="http://unused.invalid",
         dynamodb_table=table,
         jwt_secret=SECRET,
         gc_freeze=False,
-        **{**NO_WRITE_LIMITS, **overrides},
+        **{"metrics_port": free_port(), **NO_WRITE_LIMITS, **overrides},
     )
     app = create_app(settings, client=client)
     async with (

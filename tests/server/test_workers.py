@@ -19,7 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from prometheus_client.multiprocess import MultiProcessCollector
+from uvicorn.supervisors.multiprocess import SIGNALS
 
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine, free_port
@@ -27,7 +29,7 @@ from server.http.head_limits import HeadLimits
 from server.http.persisted import sha256_hex
 from server.runtime import DevTokens, Prepared
 from server.settings import Settings
-from server.workers import WorkerApp, WorkerConfig
+from server.workers import HEALTH_CHECK_SECONDS, Supervisor, WorkerApp, WorkerConfig
 from storage.engine.table import TableRef
 from storage.ops.verify import verify
 from testing.live_server import COMMENTS, ROOT, LiveServer, live_server
@@ -555,6 +557,47 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0, log.read_text()[-3000:]
     assert not directory.exists()
+
+
+def test_a_worker_that_dies_while_its_health_check_is_out_is_replaced_at_once() -> None:
+    # The supervisor pings a worker and waits up to HEALTH_CHECK_SECONDS for the answer; a
+    # worker that dies meanwhile must be found at once (its pipe reads as closed), not when
+    # the wait runs out.
+    config = uvicorn.Config(
+        "starlette.applications:Starlette",
+        factory=True,
+        host="127.0.0.1",
+        port=0,
+        workers=1,
+        timeout_worker_healthcheck=HEALTH_CHECK_SECONDS,
+        log_level="warning",
+    )
+    handlers = {sig: signal.getsignal(sig) for sig in SIGNALS}  # the supervisor takes them
+    sock = config.bind_socket()
+    try:
+        supervisor = Supervisor(config, [sock], None)
+        supervisor.init_processes()
+        [worker] = supervisor.processes
+        assert worker.pid is not None
+        os.kill(worker.pid, signal.SIGSTOP)  # alive, but it cannot answer a ping
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                checking = pool.submit(supervisor.keep_subprocess_alive)
+                time.sleep(0.5)  # the ping is out
+                os.kill(worker.pid, signal.SIGKILL)
+                started = time.monotonic()
+                checking.result(timeout=HEALTH_CHECK_SECONDS + 10)
+            assert time.monotonic() - started < 5
+            [replacement] = supervisor.processes
+            assert replacement.pid not in (None, worker.pid)
+        finally:
+            supervisor.should_exit.set()
+            supervisor.terminate_all()
+            supervisor.join_all()
+    finally:
+        sock.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 def test_workers_must_be_one_to_a_cap() -> None:
