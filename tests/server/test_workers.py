@@ -530,7 +530,12 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
             assert "errors" not in answer, answer
             sent += 1
             counted = {w: _counted_in(directory / f"histogram_{w}.db") for w in workers}
-        # Each worker counted its own requests, in its own files ...
+        # Each worker counted its own requests, in its own files ... (a worker counts a
+        # request once its answer has gone, so the last count may land a moment later)
+        deadline = time.monotonic() + 10
+        while sum(counted.values()) < sent and time.monotonic() < deadline:
+            time.sleep(0.05)
+            counted = {w: _counted_in(directory / f"histogram_{w}.db") for w in workers}
         assert sum(counted.values()) == sent
         # ... and a scrape, whichever worker answers it, adds up both.
         for _ in range(4):
