@@ -467,8 +467,8 @@ REQUESTS = "comments_graphql_request_duration_seconds_count"
 
 def _counted_in(path: Path) -> float:
     """Requests named Counted that one process's file of histograms holds (0 before it
-    has one)."""
-    if not path.exists():
+    has one, or while the process is making it: an empty file)."""
+    if not path.exists() or path.stat().st_size == 0:
         return 0.0
     # prometheus-client leaves merge unannotated.
     families = MultiProcessCollector.merge([str(path)])  # type: ignore[no-untyped-call]
