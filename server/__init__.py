@@ -2,7 +2,11 @@
 
     server/              the process and its composition
         cli.py           the ``comments`` command (serve, table, data, tokens)
-        settings.py      every setting, from the environment, validated at start
+        settings/        every setting, from the environment, validated at start, in
+                         groups (storage, tokens, http, writes, live_updates,
+                         observability, development)
+        environment.py   the rest of what the process environment carries (LD_PRELOAD,
+                         the multiprocess metrics directory, a child's environment)
         runtime.py       what the application holds while it runs (client, table, feed)
         workers.py       several worker processes behind one socket
         jwks.py          the login provider's key set, fetched and kept fresh
