@@ -248,16 +248,25 @@ def listing_pattern(index: Index) -> ReadPattern | None:
     )
 
 
-def index_patterns(index: Index) -> tuple[str, ...]:
-    """The listing patterns a query of ``index`` follows: a helpful twin's are its base's
-    and AP13's."""
+def _index_patterns(index: Index) -> tuple[str, ...]:
     bases = [b for b in LISTING_INDEXES if b.helpful_twin is index]
     found = [listing_pattern(i) for i in (*bases, index)]
     return tuple(p.code for p in found if p is not None)
 
 
+# Worked out once from the declarations above: EXPLAIN asks for every query of a plan.
+_BY_INDEX = {index: _index_patterns(index) for index in Index}
+_BY_CODE = {p.code: p for p in READS}
+
+
+def index_patterns(index: Index) -> tuple[str, ...]:
+    """The listing patterns a query of ``index`` follows: a helpful twin's are its base's
+    and AP13's."""
+    return _BY_INDEX[index]
+
+
 def read_pattern(code: str) -> ReadPattern:
-    return next(p for p in READS if p.code == code)
+    return _BY_CODE[code]
 
 
 def markdown() -> str:
