@@ -51,9 +51,9 @@ class EngineError(RuntimeError):
     """
 
 
-def find_jar() -> Path:
+def find_jar(settings: EngineSettings | None = None) -> Path:
     """Locate DynamoDBLocal.jar: ``DYNAMODB_LOCAL_JAR`` or the npm package in the checkout."""
-    override = _settings().dynamodb_local_jar
+    override = (settings or _settings()).dynamodb_local_jar
     if override:
         jar = override
         if not jar.is_file():
@@ -83,9 +83,9 @@ def find_java() -> str:
     return java
 
 
-def unprotected() -> bool:
+def unprotected(settings: EngineSettings | None = None) -> bool:
     """Whether ``DYNAMODB_LOCAL_UNPROTECTED`` asks for an engine on every interface."""
-    return _settings().dynamodb_local_unprotected
+    return (settings or _settings()).dynamodb_local_unprotected
 
 
 def _settings() -> EngineSettings:
@@ -98,10 +98,10 @@ def _settings() -> EngineSettings:
         raise EngineError(problems) from None
 
 
-def loopback_environment() -> dict[str, str]:
+def loopback_environment(settings: EngineSettings | None = None) -> dict[str, str]:
     """The environment variables that keep the engine on loopback (the preloaded shim);
     none when it may listen on every interface; EngineError when neither is possible."""
-    if unprotected():
+    if unprotected(settings):
         return {}
     if not LOOPBACK_SHIM.is_file():
         raise EngineError(
@@ -157,8 +157,9 @@ class LocalEngine:
         return None if self._process is None else self._process.pid
 
     def start(self) -> LocalEngine:
-        jar, java = find_jar(), find_java()
-        guard = loopback_environment()
+        settings = _settings()  # the environment read once per start
+        jar, java = find_jar(settings), find_java()
+        guard = loopback_environment(settings)
         if not guard:
             log.warning(
                 "DynamoDB Local listens on every interface (%s is set): anyone who can reach "
