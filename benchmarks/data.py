@@ -12,9 +12,10 @@ import random
 
 from server.dev.demo import synthetic_comments
 from server.dev.progress import progress_bar
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model.comments import Comment
 from storage.ops.bulk import load_new_products
+from storage.ops.create import create_table
 
 HOT = "hot-50k"
 SCALE = {1_000: "hot-1k", 10_000: "hot-10k", 50_000: HOT}

@@ -32,7 +32,8 @@ import httpx
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
+from storage.ops.create import create_table
 from storage.ops.verify import verify
 from testing.live_server import LiveServer, live_server
 from testing.responses import refusal

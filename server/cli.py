@@ -39,10 +39,11 @@ from server.settings import (
 )
 from storage.base.errors import StorageError
 from storage.engine.client import open_client
-from storage.engine.table import TableRef, create_table, ensure_ttl
+from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, Order
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
 from storage.ops.bulk import load_new_products
+from storage.ops.create import create_table, ensure_ttl
 from storage.ops.importer import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.ops.migrate import migrate
 from storage.ops.reshard import reshard_leaders

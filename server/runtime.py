@@ -43,10 +43,11 @@ from server.settings import Settings
 from storage.base.errors import StorageError
 from storage.base.types import DynamoClient
 from storage.engine.client import open_client, open_streams_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.live.feed import Feed
 from storage.live.stream import Change, StreamFollower, stream_arn
 from storage.ops.bulk import load_new_products
+from storage.ops.create import create_table
 from storage.reads.planner import Tuning
 from storage.reads.snapshots import PlanMemory
 from storage.writes import WriteLimits

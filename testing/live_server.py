@@ -20,7 +20,8 @@ import httpx
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine, free_port
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
+from storage.ops.create import create_table
 from storage.ops.verify import Report, verify
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, settings
 from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
+from storage.ops.create import create_table
 from tests.api_helpers import Api, running_api
 
 settings.register_profile(

@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from storage.base.types import DynamoClient, Response
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.retry import Backoff
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
 from storage.model.comments import (
     Comment,
@@ -26,6 +26,7 @@ from storage.model.comments import (
     RatingCounts,
     Status,
 )
+from storage.ops.create import create_table
 from storage.reads.cursor import Ordering, decode_cursor, encode_cursor
 from storage.reads.executor import Page
 from storage.reads.reader import get_counts, read_listing

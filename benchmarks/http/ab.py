@@ -33,7 +33,8 @@ from benchmarks.reads.inprocess import QUERY, Runner, position_for
 from benchmarks.run import TABLE, kinds, small_products
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
+from storage.ops.create import create_table
 
 
 def _settings(endpoint_url: str) -> ClientSettings:

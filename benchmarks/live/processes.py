@@ -38,9 +38,10 @@ from benchmarks.report import HERE, PAGES
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client, open_streams_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.live.feed import Feed
 from storage.live.stream import StreamFollower, stream_arn
+from storage.ops.create import create_table
 from storage.reads.reader import batch_get_counts
 from storage.reads.snapshots import PlanMemory
 from testing.live_server import LiveServer, live_server, rss_bytes

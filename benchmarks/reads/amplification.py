@@ -32,9 +32,10 @@ from benchmarks.reads.baselines import blog_fan_out
 from server.dev.demo import LANGUAGES, RATINGS
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Direction, ListingFilter, NewComment, PageRequest
+from storage.ops.create import create_table
 from storage.reads.reader import get_counts, list_comments
 from storage.writes import create_comment
 

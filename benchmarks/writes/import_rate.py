@@ -30,8 +30,9 @@ from server.dev.demo import LANGUAGES, PHRASES, RATINGS
 from server.dev.local_engine import LocalEngine
 from server.dev.progress import progress_bar
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model import rules
+from storage.ops.create import create_table
 from storage.ops.importer import (
     CONCURRENCY,
     WINDOW_LINES,

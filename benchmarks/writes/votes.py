@@ -49,10 +49,11 @@ from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageError, StorageUnavailable, WriteConflict
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.conflicts import AwsConflicts, item_key
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import ModerationMode, NewComment, Vote
 from storage.model.items import comment_key
+from storage.ops.create import create_table
 from storage.writes import create_comment
 from storage.writes.votes import vote_helpful
 

@@ -113,6 +113,18 @@ class Settings(
             )
         return self
 
+    @model_validator(mode="after")
+    def _production_creates_no_table(self) -> Self:
+        # The runtime role (deploy/iam/runtime.json) has no CreateTable: the table is the
+        # operations role's to make, once, and a fleet of processes racing to make it at
+        # start would be a deployment error waiting for its first empty region.
+        if self.production and self.create_table:
+            raise ValueError(
+                "PRODUCTION refuses CREATE_TABLE=true: make the table once with "
+                "`comments create-table` (the operations role) or the table stack"
+            )
+        return self
+
     @property
     def metrics_mode(self) -> MetricsMode:
         if self.metrics is None:

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from server.dev.local_engine import LocalEngine
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
+from storage.ops.create import create_table
 from testing.live_server import ROOT, LiveServer, live_server
 from tests.api_helpers import SECRET, token
 from tests.helpers import own_table

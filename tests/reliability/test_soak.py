@@ -17,8 +17,9 @@ from reliability.soak import ENGINE_WINDOW, Driver, Losses, SoakReport, losses, 
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model.comments import NewComment
+from storage.ops.create import create_table
 from storage.ops.verify import verify
 from testing.live_server import LiveServer, live_server
 from tests.api_helpers import SECRET

@@ -9,9 +9,10 @@ import pytest
 
 from storage.base.errors import TransactionCancelled
 from storage.base.expressions import Attr, put_request
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model.comments import Comment, Direction, ListingFilter, PageRequest, Status
 from storage.ops.bulk import load_new_products
+from storage.ops.create import create_table
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import get_counts, moderation_queue, queue_length
 from testing.fake_dynamo import FakeDynamo

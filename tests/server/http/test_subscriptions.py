@@ -19,7 +19,7 @@ from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from server.http.persisted import sha256_hex
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import create_table
+from storage.ops.create import create_table
 from testing.live_server import LiveServer, live_server
 from testing.scrape import parse_scrape, sample
 from testing.subscriber import Subscriber, subscriber

@@ -10,7 +10,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeou
 from storage.base import errors
 from storage.base.types import Response
 from storage.engine.seam import EngineSeam, at_seam
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
+from storage.ops.create import create_table
 from storage.ops.verify import scan_pages
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import batch_get_counts

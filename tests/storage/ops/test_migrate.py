@@ -26,7 +26,7 @@ from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
 from storage.engine.client import ClientSettings, open_client
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
 from storage.model import keys, rules
 from storage.model.comments import (
@@ -41,6 +41,7 @@ from storage.model.comments import (
 )
 from storage.model.indexes import LISTING_INDEXES, Index, table_definition
 from storage.ops.backfill import backfill_helpful_keys
+from storage.ops.create import create_table
 from storage.ops.migrate import migrate
 from storage.ops.verify import verify
 from storage.reads.reader import author_comments, get_counts, list_comments, moderation_queue

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model import rules
 from storage.model.comments import (
     Comment,
@@ -38,6 +38,7 @@ from storage.model.comments import (
 )
 from storage.model.leaderboard import LeaderLayout, layout_item
 from storage.ops.bulk import load_new_products
+from storage.ops.create import create_table
 from storage.reads.executor import Page
 from storage.reads.leaders import leaderboard
 from storage.reads.reader import get_counts, list_comments

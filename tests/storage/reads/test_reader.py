@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from storage.base.errors import CommentNotFound, InvalidProductId, NotAuthor
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model import keys, rules
 from storage.model.comments import (
     Comment,
@@ -17,6 +17,7 @@ from storage.model.comments import (
     PageRequest,
     RatingCounts,
 )
+from storage.ops.create import create_table
 from storage.reads.leaders import leaderboard
 from storage.reads.planner import Strategy
 from storage.reads.reader import (

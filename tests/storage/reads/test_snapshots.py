@@ -8,7 +8,7 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.engine.table import TableRef, create_table
+from storage.engine.table import TableRef
 from storage.model.comments import (
     Comment,
     Direction,
@@ -20,6 +20,7 @@ from storage.model.comments import (
     Status,
 )
 from storage.ops.bulk import load_new_products
+from storage.ops.create import create_table
 from storage.reads.executor import Page
 from storage.reads.planner import Strategy, head_limits, plan_holds, plan_listing
 from storage.reads.reader import get_counts, read_listing

@@ -1,0 +1,68 @@
+"""Idempotent creation of the table described in ``storage.model.indexes``, and its TTL.
+
+An operations module: ``comments create-table`` runs it with the operations role, and the
+development server with the embedded engine. A production process never creates its table
+(the production posture refuses ``CREATE_TABLE=true``), so the runtime role has no
+``CreateTable`` or ``UpdateTimeToLive`` (``deploy/iam/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from storage.base.errors import StorageUnavailable, TableInUse
+from storage.base.types import DynamoClient
+from storage.engine.table import TableRef
+from storage.model.indexes import TTL_ATTR, Index, table_definition, validate_table_name
+
+
+async def ensure_ttl(table: TableRef) -> None:
+    """Turn on TTL on ``TTL_ATTR`` unless it is on (also for tables made before it existed).
+
+    Readers never rely on TTL having run: an expired item is treated as absent.
+    """
+    described = await table.client.describe_time_to_live(TableName=table.name)
+    status = described.get("TimeToLiveDescription", {}).get("TimeToLiveStatus")
+    if status in ("ENABLED", "ENABLING"):
+        return
+    await table.client.update_time_to_live(
+        TableName=table.name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR},
+    )
+
+
+async def create_table(
+    client: DynamoClient, name: str, *, wait_seconds: float = 60, stream: bool = True
+) -> bool:
+    """Create the table if it does not exist and wait until it is ACTIVE.
+
+    Returns True when this call created it. An existing table with other indexes is an
+    error rather than something to paper over; one without the stream is left as it is
+    (``migrate-table`` turns it on). ``stream=False`` makes a table without one.
+    """
+    validate_table_name(name)
+    table = TableRef(client, name)
+    created = False
+    try:
+        await table.client.create_table(**table_definition(name, stream=stream))
+        created = True
+    except TableInUse:
+        pass  # made before (by us or a concurrent create-table); its shape is checked below
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    while True:
+        described = (await table.client.describe_table(TableName=name))["Table"]
+        indexes = {g["IndexName"]: g for g in described.get("GlobalSecondaryIndexes", [])}
+        missing = {i.value for i in Index} - indexes.keys()
+        if missing:
+            raise StorageUnavailable(
+                f"table {name!r} exists without the indexes {sorted(missing)}; "
+                "add them with: comments migrate-table"
+            )
+        statuses = [described["TableStatus"], *(g["IndexStatus"] for g in indexes.values())]
+        if all(s == "ACTIVE" for s in statuses):
+            await ensure_ttl(table)
+            return created
+        if loop.time() > deadline:
+            raise StorageUnavailable(f"table {name!r} did not become ACTIVE in time")
+        await asyncio.sleep(0.2)
