@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import sys
 import time
@@ -41,13 +42,14 @@ from storage.base.errors import StorageError
 from storage.engine.client import open_client
 from storage.engine.table import TableRef
 from storage.model.comments import ListingFilter, Order
+from storage.model.layout_version import CODE_LAYOUT
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
 from storage.ops.bulk import load_new_products
-from storage.ops.create import create_table, ensure_ttl
+from storage.ops.create import create_table
 from storage.ops.importer import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.ops.migrate import migrate
 from storage.ops.reshard import reshard_leaders
-from storage.ops.verify import Report, repair, verify
+from storage.ops.verify import ReadPace, Report, repair, verify
 from storage.reads.cursor import Ordering, encode_cursor
 from storage.reads.reader import list_comments
 
@@ -57,6 +59,8 @@ _STORAGE_OPTIONS = {
     "table": "dynamodb_table",
     "region": "aws_region",
 }
+# migrate-table's exit status when it stopped before the end for safety (it says why).
+MIGRATION_STOPPED = 3
 _TOKEN_OPTIONS = {"secret": "jwt_secret", "issuer": "jwt_issuer", "audience": "jwt_audience"}
 _SERVE_OPTIONS = {"host": "host", "port": "port", "workers": "workers"}
 
@@ -156,8 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser(
         "migrate-table",
-        help="add the indexes a table made by an earlier version lacks, and give its "
-        "comments the keys they need (resumable)",
+        help="bring the table to this release's layout: indexes, stream and TTL, then (once "
+        "no older process writes) the keys old comments lack; resumable; exit 3 when it "
+        "stopped before the end, saying why",
     )
     _add_connection(migrate)
     migrate.add_argument(
@@ -166,6 +171,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=3600.0,
         help="seconds to wait for each index to be built before giving up; running the "
         "command again resumes (default 3600)",
+    )
+    migrate.add_argument(
+        "--expand-only",
+        action="store_true",
+        help="add indexes, stream and TTL only (the step before deploying a new release); "
+        "old code goes on working",
+    )
+    migrate.add_argument(
+        "--fence",
+        action="store_true",
+        help="go on while processes of an older layout run: they stop writing (their writes "
+        "fail) until they are replaced",
+    )
+    migrate.add_argument(
+        "--legacy-processes-gone",
+        action="store_true",
+        help="confirm that no process of a release from before layout versions serves the "
+        "table any more (their processes cannot be seen)",
     )
     migrate.add_argument(
         "--leaderboard-shards",
@@ -179,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("verify-stats", help="recount counters and leaderboard from comments")
     _add_connection(check)
     check.add_argument("--repair", action="store_true", help="rewrite items that drifted")
+    check.add_argument(
+        "--json", action="store_true", help="print the report as JSON on stdout (for scripts)"
+    )
+    check.add_argument(
+        "--max-read-units",
+        type=float,
+        metavar="N",
+        help="read at most N capacity units a second on average (default: as fast as the "
+        "table answers); keeps a scan of a production table from taking its traffic's share",
+    )
 
     imports = sub.add_parser(
         "import",
@@ -241,29 +274,36 @@ async def _migrate(args: argparse.Namespace) -> int:
     if args.leaderboard_shards is not None:
         validate_shards(args.leaderboard_shards)  # before anything is changed
     settings = storage_settings(args)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr)
+
     async with open_client(settings.client_settings()) as client:
         table = TableRef(client, settings.dynamodb_table)
         done = await migrate(
-            table, progress=lambda line: print(line, file=sys.stderr), wait_seconds=args.wait
+            table,
+            progress=say,
+            wait_seconds=args.wait,
+            expand_only=args.expand_only,
+            fence=args.fence,
+            legacy_processes_gone=args.legacy_processes_gone,
         )
-        await ensure_ttl(table)
         shards = args.leaderboard_shards
         moved = None
-        if shards is not None:
-            moved = await reshard_leaders(
-                table, shards, progress=lambda line: print(line, file=sys.stderr)
-            )
-    filled = done.backfill
-    if filled is not None and not filled.already_done:
-        print(f"gave {filled.written} comments the most helpful order's key")
-    if done.added:
-        print(f"added indexes: {', '.join(done.added)}; the table is up to date")
-    else:
-        print("the table already has every index; nothing to do")
+        if shards is not None and done.stopped is None:
+            moved = await reshard_leaders(table, shards, progress=say)
+    for line in done.describe():
+        print(line)
     if moved is not None and moved.already_done:
         print(f"the leaderboard already has {moved.shards} shards")
     elif moved is not None:
         print(f"the leaderboard has {moved.shards} shards; moved {moved.moved} entries")
+    if done.stopped is not None:
+        print(f"NOT DONE: {done.stopped}")
+        # Done as far as asked (--expand-only): 0; stopped for safety: 3, so that a
+        # deployment pipeline cannot take a half-done migration for a finished one.
+        return 0 if args.expand_only else MIGRATION_STOPPED
+    print(f"the table is at layout {CODE_LAYOUT}")
     return 0
 
 
@@ -271,17 +311,25 @@ async def _verify(args: argparse.Namespace) -> int:
     def progress(scanned: int) -> None:
         print(f"\rscanned {scanned} items", end="", file=sys.stderr, flush=True)
 
+    pace = None if args.max_read_units is None else ReadPace(args.max_read_units)
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
         table = TableRef(client, settings.dynamodb_table)
-        report = await verify(table, progress=progress)
+        report = await verify(table, progress=progress, pace=pace)
         print(file=sys.stderr)
+        if not report.exact and args.repair:
+            report = await repair(table, report)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
         _print_report(report)
-        if report.exact or not args.repair:
-            return 0 if report.exact else 1
-        fixed = await repair(table, report)
-    print(f"repaired {fixed.repaired} items, skipped {fixed.skipped} that changed meanwhile")
-    return 0 if fixed.skipped == 0 else 1
+        if args.repair and not report.exact:
+            print(
+                f"repaired {report.repaired} items, skipped {report.skipped} that changed meanwhile"
+            )
+    if report.exact:
+        return 0
+    return 0 if args.repair and report.skipped == 0 else 1
 
 
 async def _explain(args: argparse.Namespace) -> int:

@@ -16,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
+import secrets
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import (
@@ -43,11 +46,20 @@ from server.settings import Settings
 from storage.base.errors import StorageError
 from storage.base.types import DynamoClient
 from storage.engine.client import open_client, open_streams_client
+from storage.engine.layout_check import (
+    FencedWrites,
+    LayoutGate,
+    ProcessId,
+    check_layout,
+    read_table_layout,
+)
 from storage.engine.table import TableRef
 from storage.live.feed import Feed
 from storage.live.stream import Change, StreamFollower, stream_arn
+from storage.model.layout_version import Fit, fit
 from storage.ops.bulk import load_new_products
 from storage.ops.create import create_table
+from storage.ops.migrate import migrate
 from storage.reads.planner import Tuning
 from storage.reads.snapshots import PlanMemory
 from storage.writes import WriteLimits
@@ -305,11 +317,18 @@ async def _open_table(
         log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
     opened = await stack.enter_async_context(open_client(client_settings))
     served = opened if tracing is None else tracing.client(opened)
-    table = TableRef(served, settings.dynamodb_table).keep(_memory(settings))
+    # Every write asks the layout gate first (storage.engine.layout_check); the process that
+    # serves keeps it up to date, and the parent of workers, which serves nothing, has none.
+    gate = LayoutGate(enforced=follow)
+    table = TableRef(FencedWrites(served, gate), settings.dynamodb_table)
+    table = table.keep(_memory(settings), gate)
     if settings.creates_table:
         created = await create_table(opened, settings.dynamodb_table, stream=settings.live_updates)
+        await _bring_to_layout(TableRef(opened, settings.dynamodb_table))
         if created and settings.seed_demo:
             await _seed_demo(table, settings)
+    if follow:
+        await _start_checking(stack, TableRef(opened, settings.dynamodb_table), gate)
     feed = None
     if settings.live_updates and follow:
         streams = await stack.enter_async_context(open_streams_client(client_settings))
@@ -361,6 +380,48 @@ async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
         process_metrics.stream_lag(feed.lag_seconds)
 
     await feed.follow(batches, on_batch=delivered, on_failure=process_metrics.stream_gaps)
+
+
+async def _bring_to_layout(table: TableRef) -> None:
+    """A table this process made (development) is brought to this code's layout at start:
+    no other process serves it, so there is no one to wait for."""
+    if fit(await read_table_layout(table)) is not Fit.READY:
+        done = await migrate(table, fence=True, legacy_processes_gone=True)
+        for line in done.describe():
+            log.info("table layout: %s", line)
+
+
+def process_id() -> ProcessId:
+    """This process in heartbeats: unique per start, named by host and pid."""
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    return ProcessId(f"{name}:{secrets.token_hex(4)}", name)
+
+
+async def _start_checking(stack: AsyncExitStack, table: TableRef, gate: LayoutGate) -> None:
+    """Check the table's layout once before serving, then every lease / 4 seconds; the
+    heartbeats go through ``table``, which no gate stands before."""
+    me = process_id()
+
+    async def check() -> None:
+        try:
+            await check_layout(table, gate, me)
+        except StorageError as exc:
+            log.warning("table layout: the check failed (%s)", type(exc).__name__)
+
+    async def keep_checking() -> None:
+        while True:
+            await asyncio.sleep(gate.lease_seconds / 4)
+            await check()
+
+    await check()
+    task = asyncio.create_task(keep_checking())
+
+    async def stop() -> None:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+
+    stack.push_async_callback(stop)
 
 
 async def _stop_following(feed: Feed, task: asyncio.Task[None]) -> None:

@@ -3,7 +3,8 @@
 Not a general emulator: it understands the key conditions, filters and batch calls that
 ``storage`` issues (equality on a partition key, ``<``/``>``/``BETWEEN`` on the index's sort
 key, filters made of ``IN`` and ``=`` terms joined by AND, and the transactions bulk loading
-issues: puts on ``attribute_not_exists`` and unconditioned ``ADD`` updates), so the same
+issues: puts on ``attribute_not_exists`` and unconditioned ``ADD`` updates; a single put
+likewise), so the same
 GraphQL requests can run with storage costing almost nothing.
 """
 
@@ -13,7 +14,7 @@ import bisect
 import re
 from typing import Any
 
-from storage.base.errors import TransactionCancelled
+from storage.base.errors import ConditionFailed, TransactionCancelled
 from storage.base.types import Item, Response
 from storage.engine.wrapping import ClientWrapper
 from storage.model.indexes import Index, table_definition
@@ -64,6 +65,15 @@ class FakeDynamo(ClientWrapper):
 
     def _describe_time_to_live(self, **_: Any) -> Response:
         return {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLED"}}
+
+    def _put_item(self, **request: Any) -> Response:
+        """A put on ``attribute_not_exists`` or none (the table's layout item at creation)."""
+        key = self._key(request["Item"])
+        if not self._holds(request, key):
+            raise ConditionFailed("a condition did not hold", self.items.get(key))
+        self.items[key] = request["Item"]
+        self._partitions = None
+        return {}
 
     def _batch_write_item(self, RequestItems: dict[str, Any], **_: Any) -> Response:  # noqa: N803
         for requests in RequestItems.values():

@@ -76,6 +76,7 @@ from server.settings import Settings
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient
 from storage.engine.health import ping
+from storage.engine.layout_check import LayoutGate
 
 if TYPE_CHECKING:
     from server.observability.tracing import Tracing
@@ -538,8 +539,8 @@ async def livez(request: Request) -> Response:
 
 async def healthz(request: Request) -> Response:
     """Readiness (``/readyz``, and ``/healthz`` as it always was): 200 when the table answers
-    within the storage timeout, else 503, so a load balancer sends no traffic here
-    meanwhile."""
+    within the storage timeout and its layout fits this code (``storage.model.layout_version``),
+    else 503 saying which, so a load balancer sends no traffic here meanwhile."""
     runtime = runtime_of(request.app)
     try:
         async with asyncio.timeout(runtime.settings.storage_timeout):
@@ -549,7 +550,15 @@ async def healthz(request: Request) -> Response:
         cause = exc.__cause__ if isinstance(exc, StorageUnavailable) else exc
         log.warning("health check: storage unavailable (%s)", type(cause).__name__)
         return JSONResponse({"status": "unavailable", "storage": "down"}, status_code=503)
-    return JSONResponse({"status": "ok", "storage": "up"})
+    # The table's layout as the process last read it (no read here): a table behind this
+    # code, or code behind the table, is no place to send traffic.
+    gate = runtime.table.memory(LayoutGate)
+    if not gate.enforced:  # storage prepared by the caller (tests): no layout is read
+        return JSONResponse({"status": "ok", "storage": "up"})
+    if not gate.ready():
+        body = {"status": "unavailable", "storage": "up", "layout": gate.reason()}
+        return JSONResponse(body, status_code=503)
+    return JSONResponse({"status": "ok", "storage": "up", "layout": gate.reason()})
 
 
 def create_app(

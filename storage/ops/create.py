@@ -9,26 +9,31 @@ development server with the embedded engine. A production process never creates 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
-from storage.base.errors import StorageUnavailable, TableInUse
+from storage.base.errors import ConditionFailed, StorageUnavailable, TableInUse
+from storage.base.expressions import Attr, put_request
 from storage.base.types import DynamoClient
 from storage.engine.table import TableRef
 from storage.model.indexes import TTL_ATTR, Index, table_definition, validate_table_name
+from storage.model.layout_version import REVISION_ATTR, TableLayout
 
 
-async def ensure_ttl(table: TableRef) -> None:
-    """Turn on TTL on ``TTL_ATTR`` unless it is on (also for tables made before it existed).
+async def ensure_ttl(table: TableRef) -> bool:
+    """Turn on TTL on ``TTL_ATTR`` unless it is on (also for tables made before it existed,
+    and tables restored from a backup, which come without it); True if this call did.
 
     Readers never rely on TTL having run: an expired item is treated as absent.
     """
     described = await table.client.describe_time_to_live(TableName=table.name)
     status = described.get("TimeToLiveDescription", {}).get("TimeToLiveStatus")
     if status in ("ENABLED", "ENABLING"):
-        return
+        return False
     await table.client.update_time_to_live(
         TableName=table.name,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTR},
     )
+    return True
 
 
 async def create_table(
@@ -36,9 +41,11 @@ async def create_table(
 ) -> bool:
     """Create the table if it does not exist and wait until it is ACTIVE.
 
-    Returns True when this call created it. An existing table with other indexes is an
-    error rather than something to paper over; one without the stream is left as it is
-    (``migrate-table`` turns it on). ``stream=False`` makes a table without one.
+    Returns True when this call created it; a table it created records this code's layout
+    (``storage.model.layout_version``), whole: nothing to expand, fence or backfill. An
+    existing table with other indexes is an error rather than something to paper over; one
+    without the stream is left as it is (``migrate-table`` turns it on). ``stream=False``
+    makes a table without one.
     """
     validate_table_name(name)
     table = TableRef(client, name)
@@ -62,7 +69,19 @@ async def create_table(
         statuses = [described["TableStatus"], *(g["IndexStatus"] for g in indexes.values())]
         if all(s == "ACTIVE" for s in statuses):
             await ensure_ttl(table)
+            if created:
+                await record_new_layout(table)
             return created
         if loop.time() > deadline:
             raise StorageUnavailable(f"table {name!r} did not become ACTIVE in time")
         await asyncio.sleep(0.2)
+
+
+async def record_new_layout(table: TableRef) -> None:
+    """Record a new table's layout, unless a layout item is there already."""
+    item = TableLayout.new_table().to_item()
+    # A concurrent create-table may have recorded it first: the same layout.
+    with contextlib.suppress(ConditionFailed):
+        await table.client.put_item(
+            **put_request(table.name, item, Attr(REVISION_ATTR).not_exists())
+        )

@@ -1,12 +1,17 @@
 """Recount every product's counters, leaderboard entry and per-author slots from the
-comments, and every comment's helpful counts from its vote items (and its place in the
-helpful order, HSK, from those counts).
+comments, every comment's helpful counts from its vote items, and every comment's index
+keys from the comment itself.
 
 ``verify`` scans the table once (strongly consistent), recounts, and reports every stats
 item whose counters or leaderboard entry disagree with the comments, every author's
 per-product count that disagrees with the comments holding a slot, and every comment
-whose vote counts disagree with its votes or whose HSK disagrees with them (a vote's
-follow-up that never ran: see ``storage.writes.ballots``).
+whose vote counts disagree with its votes (a vote's follow-up that never ran: see
+``storage.writes.ballots``) or whose index keys are not those its status, product,
+language, rating, verified mark and counts give it (``INDEX_KEY_ATTRS``: the listings'
+partition keys, the shared sort key, the helpful order's HSK, the moderation queue's keys).
+A comment with a wrong or missing key is missing from a listing, or in one it left, while
+the counters still count it: written by code of an older layout during a migration, or by
+hand.
 ``repair`` rewrites those items, each under the condition that it still holds what the scan
 saw, so a write racing with the repair is never overwritten (that item is reported as
 skipped; run again).
@@ -14,8 +19,11 @@ skipped; run again).
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,10 +31,11 @@ from storage.base.errors import ConditionFailed
 from storage.base.expressions import Attr, Update, check_request, put_request
 from storage.base.types import Item, Response
 from storage.engine.leaderboard_layout import read_layout
+from storage.engine.metering import READ_UNIT_BYTES, call_figures, item_bytes
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Status, Vote
-from storage.model.indexes import HELPFUL_SORT_KEY
+from storage.model.indexes import HELPFUL_SORT_KEY, Index
 from storage.model.items import (
     SLOT_COUNT_ATTR,
     VERSION_ATTR,
@@ -54,6 +63,12 @@ from storage.model.stats import (
     unchanged_since,
 )
 from storage.writes.transaction import CallBudget, Part, transact
+
+# Every attribute an index keys on: a comment's place in each listing, in the helpful order
+# and in the moderation queue.
+INDEX_KEY_ATTRS = frozenset(
+    {index.partition_attr for index in Index} | {index.sort_attr for index in Index}
+)
 
 # A count item's key: (author partition, PRODUCT#<product>) for an author's comments on a
 # product, or the moderation queue's length.
@@ -108,8 +123,8 @@ def _leader_text(leader: Leader | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class VoteDrift:
-    """A comment whose helpful counts disagree with its vote items, or whose place in the
-    helpful order (HSK) disagrees with them."""
+    """A comment whose helpful counts disagree with its vote items, or whose index keys
+    (``INDEX_KEY_ATTRS``) are not those the comment and its votes give it."""
 
     comment_id: str
     stored: tuple[int, int]  # helpful, not helpful
@@ -117,6 +132,9 @@ class VoteDrift:
     raw: Item  # the comment item as scanned, for the repair's condition
     stored_key: str | None = None  # HSK as scanned, and as the votes say (None: no HSK)
     expected_key: str | None = None
+    # The index key attributes that are wrong, missing or left over (HSK among them when
+    # it is the only one and the counts are right).
+    wrong_keys: tuple[str, ...] = ()
 
     def describe(self) -> str:
         parts = []
@@ -124,7 +142,16 @@ class VoteDrift:
             parts.append(f"votes {list(self.stored)} != {list(self.expected)}")
         if self.stored_key != self.expected_key:
             parts.append(f"helpful order key {self.stored_key} != {self.expected_key}")
+        others = [a for a in self.wrong_keys if a != HELPFUL_SORT_KEY]
+        if others:
+            parts.append(f"index keys {', '.join(others)} not as the comment says")
         return f"comment {self.comment_id}: " + "; ".join(parts)
+
+
+def wrong_index_keys(item: Item, expected: Item) -> tuple[str, ...]:
+    """The index key attributes in which ``item`` differs from ``expected`` (the item as
+    ``comment_to_item`` writes it), sorted."""
+    return tuple(sorted(a for a in INDEX_KEY_ATTRS if item.get(a) != expected.get(a)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,22 +177,114 @@ class Report:
             + [d.describe() for d in self.vote_drifts]
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON data (``verify-stats --json``), each difference with the
+        line ``describe`` gives it."""
+        return {
+            "exact": self.exact,
+            "comments": self.comments,
+            "statsItems": self.stats_items,
+            "leaderboardLayout": self.layout.describe(),
+            "stats": [
+                {
+                    "productId": d.product_id,
+                    "language": d.language,
+                    "stored": list(d.stored),
+                    "expected": list(d.expected),
+                    "storedLeader": None if d.stored_leader is None else list(d.stored_leader),
+                    "expectedLeader": (
+                        None if d.expected_leader is None else list(d.expected_leader)
+                    ),
+                    "description": d.describe(),
+                }
+                for d in self.drifts
+            ],
+            "counts": [
+                {
+                    "key": list(d.key),
+                    "stored": d.stored,
+                    "expected": d.expected,
+                    "description": d.describe(),
+                }
+                for d in self.slot_drifts
+            ],
+            "commentDrifts": [
+                {
+                    "commentId": d.comment_id,
+                    "storedVotes": list(d.stored),
+                    "expectedVotes": list(d.expected),
+                    "wrongKeys": list(d.wrong_keys),
+                    "description": d.describe(),
+                }
+                for d in self.vote_drifts
+            ],
+            "repaired": self.repaired,
+            "skipped": self.skipped,
+        }
+
 
 ProgressFn = Callable[[int], None]
 
 
-async def scan_pages(table: TableRef) -> AsyncIterator[Response]:
-    """Every page of a strongly consistent scan of the whole table, in turn."""
+class ReadPace:
+    """At most ``units_per_second`` read capacity units on average, so that a scan of a
+    production table leaves the traffic its capacity (and an on-demand table's bill) alone.
+    What a page consumed is what the response reports; where it reports nothing (an engine
+    that does not), the page's bytes as DynamoDB counts a consistent scan: one unit per
+    4 KB begun. Unknown is never free."""
+
+    def __init__(
+        self,
+        units_per_second: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if units_per_second <= 0:
+            raise ValueError("the read rate is a number of capacity units per second above 0")
+        self.rate = units_per_second
+        self.clock, self.sleep = clock, sleep
+        self.start: float | None = None
+        self.units = 0.0
+
+    @property
+    def page_items(self) -> int:
+        """Items per page: about two seconds' worth of small items, at least 10."""
+        return max(10, min(1000, int(self.rate * 2)))
+
+    async def consumed(self, response: Response) -> None:
+        """Count one page, and wait until the average is back within the rate."""
+        if self.start is None:
+            self.start = self.clock()
+        units = call_figures("scan", response).read_capacity
+        if not units:
+            size = sum(item_bytes(item) for item in response.get("Items", []))
+            units = float(max(1, math.ceil(size / READ_UNIT_BYTES)))
+        self.units += units
+        ahead = self.start + self.units / self.rate - self.clock()
+        if ahead > 0:
+            await self.sleep(ahead)
+
+
+async def scan_pages(table: TableRef, pace: ReadPace | None = None) -> AsyncIterator[Response]:
+    """Every page of a strongly consistent scan of the whole table, in turn; at ``pace``
+    when given."""
     params: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
+    if pace is not None:
+        params.update(ReturnConsumedCapacity="TOTAL", Limit=pace.page_items)
     while True:
         response = await table.client.scan(**params)
+        if pace is not None:
+            await pace.consumed(response)
         yield response
         if "LastEvaluatedKey" not in response:
             return
         params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
-async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Report:
+async def verify(
+    table: TableRef, *, progress: ProgressFn | None = None, pace: ReadPace | None = None
+) -> Report:
     """Recount everything and report each stats item that is not exact, every leaderboard
     entry outside its product's shard included."""
     before = await read_layout(table)
@@ -178,7 +297,7 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
     # Per comment partition: the comment item, and its votes counted (helpful, not).
     comment_items: dict[str, Item] = {}
     votes: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
-    async for response in scan_pages(table):
+    async for response in scan_pages(table, pace):
         for item in response.get("Items", []):
             pk, sk = item["PK"]["S"], item["SK"]["S"]
             if sk.startswith(keys.VOTE_PREFIX):
@@ -220,21 +339,9 @@ async def verify(table: TableRef, *, progress: ProgressFn | None = None) -> Repo
     )
     vote_drifts = []
     for pk, item in comment_items.items():
-        c = item_to_comment(item)
-        helpful, not_helpful = votes.get(pk, (0, 0))
-        stored_key = item.get(HELPFUL_SORT_KEY, {}).get("S")
-        expected_key = keys.helpful_sort_key(helpful, c.sort_key) if c.published else None
-        if (c.helpful, c.not_helpful) != (helpful, not_helpful) or stored_key != expected_key:
-            vote_drifts.append(
-                VoteDrift(
-                    c.comment_id,
-                    (c.helpful, c.not_helpful),
-                    (helpful, not_helpful),
-                    item,
-                    stored_key,
-                    expected_key,
-                )
-            )
+        wrong = comment_drift(item, votes.get(pk, (0, 0)))
+        if wrong is not None:
+            vote_drifts.append(wrong)
     return Report(
         comments,
         len(stored),
@@ -282,7 +389,7 @@ async def repair(table: TableRef, report: Report) -> Report:
         else:
             skipped += 1  # written since the scan, or the layout changed: the next run
     requests = [_slot_repair_request(table, d) for d in report.slot_drifts]
-    puts = [_vote_repair_request(table, d) for d in report.vote_drifts]
+    puts = [comment_repair_request(table, d) for d in report.vote_drifts]
     for call, request in [("update_item", r) for r in requests] + [("put_item", p) for p in puts]:
         try:
             await getattr(table.client, call)(**request)
@@ -292,9 +399,31 @@ async def repair(table: TableRef, report: Report) -> Report:
     return replace(report, repaired=repaired, skipped=skipped)
 
 
-def _vote_repair_request(table: TableRef, drift: VoteDrift) -> dict[str, Any]:
-    """The comment rewritten whole with its counts as its votes say (its helpful order's
-    key with them), on the condition that it is the version scanned."""
+def comment_drift(item: Item, votes: Sequence[int] | None) -> VoteDrift | None:
+    """How the comment ``item`` disagrees with its ``votes`` counted (helpful, not helpful;
+    None: trust the counts it stores) and with the index keys it should carry; None when
+    it does not."""
+    c = item_to_comment(item)
+    helpful, not_helpful = (c.helpful, c.not_helpful) if votes is None else votes
+    fixed = replace(c, helpful=helpful, not_helpful=not_helpful)
+    expected = comment_to_item(fixed, version=item_version(item), holds_slot=holds_slot(item))
+    wrong = wrong_index_keys(item, expected)
+    if (c.helpful, c.not_helpful) == (helpful, not_helpful) and not wrong:
+        return None
+    return VoteDrift(
+        c.comment_id,
+        (c.helpful, c.not_helpful),
+        (helpful, not_helpful),
+        item,
+        item.get(HELPFUL_SORT_KEY, {}).get("S"),
+        expected.get(HELPFUL_SORT_KEY, {}).get("S"),
+        wrong,
+    )
+
+
+def comment_repair_request(table: TableRef, drift: VoteDrift) -> dict[str, Any]:
+    """The comment rewritten whole with its counts as its votes say and every index key as
+    the comment says, on the condition that it is the version scanned."""
     helpful, not_helpful = drift.expected
     fixed = replace(item_to_comment(drift.raw), helpful=helpful, not_helpful=not_helpful)
     version = item_version(drift.raw)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jwt
 import pytest
 
@@ -69,3 +71,15 @@ def test_the_token_command_refuses_a_lifetime_the_server_would(
     monkeypatch.setenv("JWT_MAX_LIFETIME", "3600")
     assert cli_main(["token", "ann", "--secret", SECRET, "--hours", "2"]) == 2
     assert "at most 1 h" in capsys.readouterr().err
+
+
+def test_cli_verify_reports_json_for_scripts(engine: LocalEngine, capsys: object) -> None:
+    args = ["--endpoint-url", engine.endpoint_url, "--table", "cli_json"]
+    assert cli_main(["create-table", *args]) == 0
+    capsys.readouterr()  # type: ignore[attr-defined]
+    assert cli_main(["verify-stats", *args, "--json", "--max-read-units", "1000"]) == 0
+    report = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    assert report["exact"] is True
+    assert report["stats"] == report["counts"] == report["commentDrifts"] == []
+    assert cli_main(["verify-stats", *args, "--max-read-units", "0"]) == 2
+    assert "above 0" in capsys.readouterr().err  # type: ignore[attr-defined]

@@ -3,11 +3,13 @@ only published comments are counted, and verified counters are checked and repai
 
 from __future__ import annotations
 
+import pytest
+
 from storage.engine.table import TableRef
 from storage.model import keys
-from storage.model.comments import ModerationMode, NewComment
-from storage.ops.verify import Report, repair, verify
-from storage.reads.reader import get_counts
+from storage.model.comments import ListingFilter, ModerationMode, NewComment, PageRequest
+from storage.ops.verify import ReadPace, Report, repair, verify
+from storage.reads.reader import get_counts, list_comments, moderation_queue
 from storage.writes import create_comment
 from storage.writes.moderate import Decision, moderate_comment
 from tests.helpers import FAST, assert_counters_exact, create_many, own_table
@@ -141,3 +143,74 @@ async def test_repair_fixes_drifted_verified_counters(table: TableRef) -> None:
     assert (await get_counts(own, "p1", "en")).verified == (0, 0, 0, 0, 2)
     assert (await get_counts(own, "p1", None)).verified == (0, 0, 0, 0, 2)
     await assert_counters_exact(own, "p1")
+
+
+async def _remove(table: TableRef, comment_id: str, *attrs: str) -> None:
+    pk = keys.comment_pk(comment_id)
+    await table.client.update_item(
+        TableName=table.name,
+        Key={"PK": {"S": pk}, "SK": {"S": pk}},
+        UpdateExpression="REMOVE " + ", ".join(attrs),
+    )
+
+
+async def test_index_keys_are_checked_and_repaired(table: TableRef) -> None:
+    # A comment without one of its listing keys is missing from that listing while the
+    # counters count it; one in the queue without its queue key is missing from the queue.
+    # Neither was found before: the check covered the helpful order's key only.
+    own = await own_table(table, "verifykeys")
+    listed = await create_comment(own, NewComment("p1", "en", 4, "x", "a"), backoff=FAST)
+    held = await create_comment(
+        own, NewComment("p1", "de", 2, "y", "b"), moderation=ModerationMode.PRE, backoff=FAST
+    )
+    await _remove(own, listed.comment.comment_id, "GSI2PK")  # byLang
+    await _remove(own, held.comment.comment_id, "QSK")  # the moderation queue
+    en = ListingFilter("p1", "en")
+    assert (await list_comments(own, en, PageRequest(size=10))).comments == ()
+    assert (await moderation_queue(own, PageRequest(size=10))).comments == ()
+
+    report = await verify(own)
+    described = report.describe()
+    assert not report.exact
+    assert len(report.vote_drifts) == 2, described
+    assert any("index keys GSI2PK" in line for line in described), described
+    assert any("index keys QSK" in line for line in described), described
+    assert (await repair(own, report)).repaired == 2
+    assert (await verify(own)).exact
+    page = await list_comments(own, en, PageRequest(size=10))
+    assert [c.comment_id for c in page.comments] == [listed.comment.comment_id]
+    queue = await moderation_queue(own, PageRequest(size=10))
+    assert [c.comment_id for c in queue.comments] == [held.comment.comment_id]
+
+
+async def test_a_paced_scan_keeps_its_average_within_the_rate() -> None:
+    # Read capacity as the responses report it, and where they report none, the pages'
+    # bytes (one unit per 4 KB begun): never free. A fake clock moves only when slept.
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    pace = ReadPace(10, clock=lambda: now[0], sleep=sleep)
+    await pace.consumed({"ConsumedCapacity": {"CapacityUnits": 25.0}, "Items": []})
+    assert now[0] == 2.5
+    big = {"PK": {"S": "x"}, "body": {"S": "y" * 9000}}  # three 4 KB blocks
+    await pace.consumed({"Items": [big]})
+    assert now[0] == 2.8
+    now[0] += 5  # a slow page: nothing owed
+    await pace.consumed({"ConsumedCapacity": {"CapacityUnits": 1.0}, "Items": []})
+    assert slept == [2.5, pytest.approx(0.3)]
+    assert pace.page_items == 20
+    with pytest.raises(ValueError, match="above 0"):
+        ReadPace(0)
+
+
+async def test_verify_at_a_pace_reads_the_same(table: TableRef) -> None:
+    own = await own_table(table, "paced")
+    await create_many(own, [NewComment("p1", "en", 1 + n % 5, "x", "a") for n in range(30)])
+    paced = await verify(own, pace=ReadPace(10_000))
+    assert paced.exact
+    whole = await verify(own)
+    assert (paced.comments, paced.stats_items) == (whole.comments, whole.stats_items) == (30, 2)

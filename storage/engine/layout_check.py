@@ -1,0 +1,187 @@
+"""A serving process's side of the layout protocol (``storage.model.layout_version``): it
+reads the table's layout item at start and every ``lease / 4`` seconds, publishes a
+heartbeat, and writes only while the protocol lets it.
+
+``LayoutGate`` is what the process knows (a memory of its ``TableRef``); ``FencedWrites``
+is the client wrapper that refuses every write the gate does not allow, so no write path
+can forget to ask. The order inside one check is what makes the fence safe: a fence that
+excludes this code closes the gate *before* the heartbeat that acknowledges it is written,
+and the lease is extended only *after* the heartbeat that announces it was written, so
+``migrate-table``, reading the heartbeats, never believes a process stopped while it can
+still write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.base.errors import StorageUnavailable
+from storage.base.expressions import get_request
+from storage.base.types import Item, Response
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
+from storage.model.indexes import TTL_ATTR
+from storage.model.layout_version import (
+    CODE_LAYOUT,
+    DEFAULT_LEASE_SECONDS,
+    HEARTBEAT_FENCE_ATTR,
+    HEARTBEAT_LAYOUT_ATTR,
+    HEARTBEAT_NAME_ATTR,
+    HEARTBEAT_UNTIL_ATTR,
+    LAYOUT_VERSION_KEY,
+    PROCESS_PK,
+    Fit,
+    TableLayout,
+    advice,
+    fit,
+)
+
+log = logging.getLogger("comments.storage")
+
+# The calls that write; the gate stands before each of them.
+WRITES = frozenset(
+    {"put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"}
+)
+# Seconds a heartbeat item is kept after its last write (TTL tidies up after dead processes).
+HEARTBEAT_KEPT = 86400
+
+
+@dataclass(slots=True)
+class LayoutGate:
+    """What this process knows of the table's layout. ``enforced`` is off for a table the
+    caller prepares itself (tests, commands): then every write passes and readiness does not
+    ask. ``clock`` is monotonic: the lease never depends on the wall clock of this host."""
+
+    code: int = CODE_LAYOUT
+    enforced: bool = False
+    table: TableLayout | None = None
+    fit: Fit = Fit.NO_LAYOUT
+    fenced: bool = False
+    checked_at: float | None = None  # when the last good check started
+    in_flight: int = 0  # writes sent and not yet answered
+    idle: asyncio.Event = field(default_factory=asyncio.Event)  # set while in_flight is 0
+    clock: Callable[[], float] = field(default=time.monotonic)
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.table.lease_seconds if self.table is not None else DEFAULT_LEASE_SECONDS
+
+    def lease_valid(self) -> bool:
+        return self.checked_at is not None and self.clock() - self.checked_at < self.lease_seconds
+
+    def may_write(self) -> bool:
+        return not self.enforced or (not self.fenced and self.lease_valid())
+
+    def ready(self) -> bool:
+        return not self.enforced or (self.fit.ready and self.lease_valid())
+
+    def __post_init__(self) -> None:
+        self.idle.set()
+
+    async def settled(self) -> None:
+        """Once the writes sent before now are answered (none is sent while fenced)."""
+        await self.idle.wait()
+
+    def sent(self) -> None:
+        self.in_flight += 1
+        self.idle.clear()
+
+    def answered(self) -> None:
+        self.in_flight -= 1
+        if not self.in_flight:
+            self.idle.set()
+
+    def reason(self) -> str:
+        """Why this process is not ready (or its state, when it is), in one line."""
+        if self.checked_at is None:
+            return "the table's layout has not been read yet"
+        if not self.lease_valid():
+            return "the table's layout could not be read for longer than the lease"
+        return advice(self.fit, self.table, self.code)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessId:
+    """A serving process in heartbeats: ``key`` unique per start, ``name`` for people."""
+
+    key: str
+    name: str
+
+
+async def read_table_layout(table: TableRef) -> TableLayout | None:
+    """The table's layout item, strongly consistent; None when it has none."""
+    response = await table.client.get_item(
+        **get_request(table.name, LAYOUT_VERSION_KEY, consistent=True)
+    )
+    return TableLayout.of(response.get("Item"))
+
+
+async def check_layout(
+    table: TableRef,
+    gate: LayoutGate,
+    process: ProcessId,
+    *,
+    wall: Callable[[], float] = time.time,
+) -> Fit:
+    """One check: read the item, close the gate at once if the fence excludes this code,
+    publish the heartbeat, then extend the lease. A failure (storage errors) leaves the
+    lease as it was: it runs out unless a later check succeeds."""
+    started, started_wall = gate.clock(), wall()
+    layout = await read_table_layout(table)
+    found = fit(layout, gate.code)
+    if found is not gate.fit or gate.checked_at is None:
+        _say(found, layout, gate.code)
+    if not found.may_write:
+        # Closed before the heartbeat that says this process saw the fence, and that
+        # heartbeat waits for the writes already on their way: once migrate-table reads it,
+        # no write of the old shape can land any more.
+        gate.table, gate.fit, gate.fenced = layout, found, True
+        await gate.settled()
+    lease = layout.lease_seconds if layout is not None else DEFAULT_LEASE_SECONDS
+    heartbeat: Item = {
+        "PK": {"S": PROCESS_PK},
+        "SK": {"S": process.key},
+        HEARTBEAT_NAME_ATTR: {"S": process.name},
+        HEARTBEAT_LAYOUT_ATTR: {"N": str(gate.code)},
+        HEARTBEAT_FENCE_ATTR: {"N": str(layout.writers if layout is not None else 0)},
+        HEARTBEAT_UNTIL_ATTR: {"N": f"{started_wall + lease:.3f}"},
+        TTL_ATTR: {"N": str(int(started_wall) + HEARTBEAT_KEPT)},
+    }
+    await table.client.put_item(TableName=table.name, Item=heartbeat)
+    gate.table, gate.fit, gate.fenced = layout, found, not found.may_write
+    gate.checked_at = started  # after the heartbeat: never a lease nobody can see
+    return found
+
+
+def _say(found: Fit, layout: TableLayout | None, code: int) -> None:
+    if found is Fit.READY:
+        log.info("table layout: %s", advice(found, layout, code))
+    elif found is Fit.BACKFILL_PENDING:
+        log.warning("table layout: %s", advice(found, layout, code))
+    else:
+        log.error("table layout: %s", advice(found, layout, code))
+
+
+class FencedWrites(ClientWrapper):
+    """Every write asks the gate first; a refused one raises StorageUnavailable and is
+    never sent. Reads pass."""
+
+    def __init__(self, inner: Any, gate: LayoutGate) -> None:
+        super().__init__(inner)
+        self.gate = gate
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation not in WRITES:
+            return await super()._call(operation, kwargs)
+        if not self.gate.may_write():
+            raise StorageUnavailable(f"{operation} refused: {self.gate.reason()}")
+        self.gate.sent()
+        try:
+            return await super()._call(operation, kwargs)
+        finally:
+            self.gate.answered()
