@@ -3,11 +3,11 @@
 The parent does the shared part of the start-up once (``server.runtime.prepare``: the
 embedded engine, the table and its demo data, the secret, the dev token), binds the socket,
 and hands the rest to uvicorn's supervisor, which spawns the workers, replaces one that
-dies, and on SIGINT or SIGTERM stops them all and waits for them; the parent then stops the
-engine. Each worker makes the application from what the parent handed it (``WorkerApp``,
-pickled to it with the configuration), with its own client, caches and locks; why that is
-correct when writes come through another process is in the manual (docs/deployment.md,
-"Several processes").
+dies, and on SIGINT or SIGTERM closes the parent's copy of the socket, stops them all and
+waits for them; the parent then stops the engine. Each worker makes the application from
+what the parent handed it (``WorkerApp``, pickled to it with the configuration), with its
+own client, caches and locks; why that is correct when writes come through another
+process is in the manual (docs/deployment.md, "Several processes").
 
 A worker dies with its parent (Linux's parent-death signal), so a parent killed outright
 leaves no worker serving behind it.
@@ -132,6 +132,17 @@ class Supervisor(Multiprocess):
         super().handle_signals()
         self.release_pipes()
         self.forget_ended()
+
+    def terminate_all(self) -> None:
+        """Close the parent's copy of the listening socket, then stop the workers. The
+        parent never accepts on it, but while any process holds it open the kernel goes on
+        accepting connections into its backlog: once every worker had closed its own copy,
+        new connections were accepted and never answered until the last worker ended.
+        Closed here first, the socket closes with the last worker's copy, and a new
+        connection is refused."""
+        for sock in self.sockets:
+            sock.close()
+        super().terminate_all()
 
     def release_pipes(self) -> None:
         """Close the parent's copy of each started worker's end of its health-check pipe
