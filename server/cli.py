@@ -475,6 +475,9 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         "loop": settings.uvicorn_loop,
         "h11_max_incomplete_event_size": settings.max_header_bytes,
         "timeout_keep_alive": settings.keep_alive_timeout,
+        # uvicorn's default waits for requests in progress without a bound, until the
+        # platform kills the process mid-answer; bounded, the drain ends on our terms.
+        "timeout_graceful_shutdown": settings.shutdown_timeout_seconds,
         # uvicorn counts WebSockets among its connections: they get places of their own
         # (the app refuses sockets past MAX_WEBSOCKETS), so HTTP keeps MAX_CONNECTIONS.
         "limit_concurrency": settings.max_connections + settings.max_websockets,

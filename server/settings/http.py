@@ -3,7 +3,8 @@ every request (body, head, connections, sockets, cost), caching, persisted queri
 performance switches of the HTTP path.
 
 Defaults are those of the modules that apply them (``schema.SchemaOptions`` for the cost
-limits, ``server.http.forwarded`` for the trusted proxies), read from there.
+limits, ``server.http.forwarded`` for the trusted proxies, ``server.shutdown`` for the
+drain), read from there.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from schema import SchemaOptions
 from server.http.caching import CachePolicy
 from server.http.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.settings.common import FROM_ENVIRONMENT, split_commas
+from server.shutdown import TIMEOUT_SECONDS
 
 _SCHEMA = SchemaOptions()
 
@@ -77,6 +79,9 @@ class HttpSettings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     # Processes serving requests (server.workers); 1: the server runs in this process.
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
+    # Seconds requests in progress get to finish once the listener has closed on SIGTERM,
+    # before what is left is cancelled (server.shutdown).
+    shutdown_timeout_seconds: float = Field(default=TIMEOUT_SECONDS, gt=0)
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Request headers browsers may send from those origins: what real clients add.
     cors_allow_headers: Annotated[list[str], NoDecode] = Field(

@@ -1,10 +1,12 @@
 """Shutting down on SIGTERM, with one process and with workers: a new connection is
 refused, never accepted and left unanswered; a request in progress gets its answer, an
-idle connection is closed, a WebSocket is closed with 1012."""
+idle connection is closed, a WebSocket is closed with 1012, and a request that never ends
+is cut off at the drain timeout."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import tempfile
@@ -147,7 +149,7 @@ async def _until_refused(port: int, log: IO[bytes]) -> list[str]:
 async def test_after_sigterm_new_connections_are_refused_and_open_ones_end_well(
     engine: LocalEngine, table: TableRef, workers: int
 ) -> None:
-    env = {"WORKERS": str(workers), "BODY_TIMEOUT": "600"}
+    env = {"WORKERS": str(workers), "SHUTDOWN_TIMEOUT_SECONDS": "600", "BODY_TIMEOUT": "600"}
     with _server(engine, table, **env) as (server, log):
         async with (
             _connection(server.port) as (held, holding),
@@ -170,3 +172,18 @@ async def test_after_sigterm_new_connections_are_refused_and_open_ones_end_well(
             status, body = await _answer(held)
             assert (status, orjson.loads(body)["data"]) == (200, {"__typename": "Query"})
         await _until_ended(server.pid, log)
+
+
+async def test_a_request_that_never_ends_is_cut_off_at_the_drain_timeout(
+    engine: LocalEngine, table: TableRef
+) -> None:
+    env = {"SHUTDOWN_TIMEOUT_SECONDS": "1", "BODY_TIMEOUT": "600"}
+    with _server(engine, table, **env) as (server, log):
+        async with _connection(server.port) as (held, holding):
+            await _hold(held, holding)
+            os.kill(server.pid, signal.SIGTERM)
+            await _until_ended(server.pid, log)
+            answer = b""
+            with contextlib.suppress(ConnectionResetError):
+                answer = await asyncio.wait_for(held.read(), GUARD_SECONDS)
+            assert not answer.startswith(b"HTTP/1.1 200"), answer
