@@ -1,7 +1,8 @@
-"""Shutting down on SIGTERM, with one process and with workers: a new connection is
-refused, never accepted and left unanswered; a request in progress gets its answer, an
-idle connection is closed, a WebSocket is closed with 1012, and a request that never ends
-is cut off at the drain timeout."""
+"""Shutting down on SIGTERM, with one process and with workers: readiness answers 503 at
+once, new requests are served through the drain delay, then a new connection is refused,
+never accepted and left unanswered; a request in progress gets its answer, an idle
+connection is closed, a WebSocket is closed with 1012, and a request that never ends is
+cut off at the drain timeout."""
 
 from __future__ import annotations
 
@@ -19,12 +20,11 @@ import orjson
 import pytest
 
 from server.dev.local_engine import LocalEngine
+from server.shutdown import Drain, Leaving
 from storage.engine.table import TableRef
 from testing.live_server import LiveServer, live_server
 from testing.subscriber import subscriber
 from tests.api_helpers import SECRET
-
-pytestmark = pytest.mark.engine
 
 # Guards only, so that a hang fails the test instead of blocking it: every answer here
 # takes milliseconds.
@@ -174,6 +174,39 @@ async def test_after_sigterm_new_connections_are_refused_and_open_ones_end_well(
         await _until_ended(server.pid, log)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_readiness_answers_draining_at_once_and_requests_are_served_through_the_delay(
+    engine: LocalEngine, table: TableRef, workers: int
+) -> None:
+    # A delay far longer than the test: the second signal ends it.
+    env = {"WORKERS": str(workers), "SHUTDOWN_DELAY_SECONDS": "600"}
+    with _server(engine, table, **env) as (server, log):
+        os.kill(server.pid, signal.SIGTERM)
+        statuses: list[int] = []
+        async with asyncio.timeout(GUARD_SECONDS):
+            while not statuses or statuses[-1] != 503:
+                async with _connection(server.port) as (reader, writer):
+                    writer.write(_request("GET", "/readyz", close=True))
+                    status, body = await _answer(reader)
+                statuses.append(status)
+        assert orjson.loads(body) == {"status": "draining"}, _tail(log)
+        # From then on, on new connections (with workers, whichever takes each): readiness
+        # is 503, liveness 200, and GraphQL is served.
+        for _ in range(4):
+            for path, expected in (("/readyz", 503), ("/healthz", 503), ("/livez", 200)):
+                async with _connection(server.port) as (reader, writer):
+                    writer.write(_request("GET", path, close=True))
+                    assert (await _answer(reader))[0] == expected, path
+            async with _connection(server.port) as (reader, writer):
+                writer.write(_request("POST", "/graphql", QUERY, close=True))
+                status, body = await _answer(reader)
+                assert (status, orjson.loads(body)["data"]) == (200, {"__typename": "Query"})
+        # A second signal skips the rest of the delay.
+        os.kill(server.pid, signal.SIGTERM)
+        await _until_refused(server.port, log)
+        await _until_ended(server.pid, log)
+
+
 async def test_a_request_that_never_ends_is_cut_off_at_the_drain_timeout(
     engine: LocalEngine, table: TableRef
 ) -> None:
@@ -187,3 +220,17 @@ async def test_a_request_that_never_ends_is_cut_off_at_the_drain_timeout(
             with contextlib.suppress(ConnectionResetError):
                 answer = await asyncio.wait_for(held.read(), GUARD_SECONDS)
             assert not answer.startswith(b"HTTP/1.1 200"), answer
+
+
+def test_the_first_signal_drains_and_a_second_one_ends_the_delay() -> None:
+    waiting = Leaving(Drain(), delay=600)
+    assert not waiting.drain.draining
+    assert not waiting.signalled(signal.SIGTERM)
+    assert waiting.drain.draining
+    assert not waiting.due()
+    assert waiting.signalled(signal.SIGINT)
+    assert not waiting.due()  # stopped already: the delay never comes due
+    assert waiting.signal == signal.SIGTERM
+    at_once = Leaving(Drain(), delay=0)
+    assert at_once.signalled(signal.SIGTERM)
+    assert at_once.drain.draining
