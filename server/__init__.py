@@ -9,6 +9,7 @@
                          the multiprocess metrics directory, a child's environment)
         runtime.py       what the application holds while it runs (client, table, feed)
         workers.py       several worker processes behind one socket
+        shutdown.py      the way out on SIGTERM: drain, then stop accepting
         jwks.py          the login provider's key set, fetched and kept fresh
         secret_file.py   a JWT secret kept in a file
     server/http/         the ASGI app and its pieces (guards, caching, persisted queries,

@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from server.settings import (
     StorageSettings,
     TokenSettings,
 )
+from server.shutdown import Drain, Leaving, Server
 from storage.base.errors import StorageError
 from storage.engine.client import open_client
 from storage.engine.table import TableRef
@@ -524,6 +526,9 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
         "loop": settings.uvicorn_loop,
         "h11_max_incomplete_event_size": settings.max_header_bytes,
         "timeout_keep_alive": settings.keep_alive_timeout,
+        # uvicorn's default waits for requests in progress without a bound, until the
+        # platform kills the process mid-answer; bounded, the drain ends on our terms.
+        "timeout_graceful_shutdown": settings.shutdown_timeout_seconds,
         # uvicorn counts WebSockets among its connections: they get places of their own
         # (the app refuses sockets past MAX_WEBSOCKETS), so HTTP keeps MAX_CONNECTIONS.
         "limit_concurrency": settings.max_connections + settings.max_websockets,
@@ -546,6 +551,7 @@ def _shared_options(settings: Settings) -> dict[str, Any]:
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     from server import workers
 
@@ -557,8 +563,14 @@ def _serve(args: argparse.Namespace) -> int:
     if settings.workers > 1:
         options = {"log_level": "info", **_shared_options(settings)}
         return workers.serve(settings, options, head_limits(settings))
-    uvicorn.run(create_app(settings), log_level="info", **uvicorn_options(settings))
-    return 0
+    # uvicorn.run's one-process path, on the server that drains before it stops accepting.
+    drain = Drain()
+    app = create_app(settings, drain=drain)
+    config = uvicorn.Config(app, log_level="info", **uvicorn_options(settings))
+    server = Server(config, Leaving(drain, settings.shutdown_delay_seconds))
+    with suppress(KeyboardInterrupt):
+        server.run()
+    return 0 if server.started else STARTUP_FAILURE
 
 
 def _problems(error: ValidationError) -> list[str]:

@@ -3,11 +3,11 @@
 The parent does the shared part of the start-up once (``server.runtime.prepare``: the
 embedded engine, the table and its demo data, the secret, the dev token), binds the socket,
 and hands the rest to uvicorn's supervisor, which spawns the workers, replaces one that
-dies, and on SIGINT or SIGTERM stops them all and waits for them; the parent then stops the
-engine. Each worker makes the application from what the parent handed it (``WorkerApp``,
-pickled to it with the configuration), with its own client, caches and locks; why that is
-correct when writes come through another process is in the manual (docs/deployment.md,
-"Several processes").
+dies, and on SIGINT or SIGTERM closes the parent's copy of the socket, stops them all and
+waits for them; the parent then stops the engine. Each worker makes the application from
+what the parent handed it (``WorkerApp``, pickled to it with the configuration), with its
+own client, caches and locks; why that is correct when writes come through another
+process is in the manual (docs/deployment.md, "Several processes").
 
 A worker dies with its parent (Linux's parent-death signal), so a parent killed outright
 leaves no worker serving behind it.
@@ -48,6 +48,7 @@ from server.observability.logs import configure_logging
 from server.observability.metrics import listener, multiprocess_registry
 from server.runtime import Prepared, prepare
 from server.settings import Settings
+from server.shutdown import Drain, Leaving
 
 log = logging.getLogger("comments.server")
 
@@ -63,15 +64,17 @@ HEALTH_CHECK_SECONDS = 60
 @dataclass(frozen=True, slots=True)
 class WorkerApp:
     """The application factory a worker calls (uvicorn's ``factory``): the application on
-    what the parent (``parent``, its process id) prepared."""
+    what the parent (``parent``, its process id) prepared, whose readiness reads the
+    ``drain`` the parent sets on SIGTERM."""
 
     prepared: Prepared
     parent: int
+    drain: Drain
 
     def __call__(self) -> Starlette:
         die_with_parent(self.parent)
         configure_logging(self.prepared.settings.log_format)
-        return create_app(prepared=self.prepared)
+        return create_app(prepared=self.prepared, drain=self.drain)
 
 
 class WorkerConfig(uvicorn.Config):
@@ -110,13 +113,22 @@ class Supervisor(Multiprocess):
     worker was neither replaced nor forgotten. Once a worker has started, the parent closes
     its copy of that end (``release_pipes``): a dead worker's pipe then reads as closed, and
     the check fails at once.
+
+    On SIGINT or SIGTERM it drains first (``leaving``, server.shutdown): every worker's
+    readiness answers 503 at once, and the workers are stopped once the delay has passed
+    (or at a second signal), the parent's copy of the socket closed first.
     """
 
     def __init__(
-        self, config: uvicorn.Config, sockets: list[socket.socket], metrics_dir: str | None
+        self,
+        config: uvicorn.Config,
+        sockets: list[socket.socket],
+        metrics_dir: str | None,
+        leaving: Leaving,
     ):
         super().__init__(config, sockets)
         self.metrics_dir = metrics_dir
+        self.leaving = leaving
         self.known: set[int] = set()
 
     def init_processes(self) -> None:
@@ -130,8 +142,29 @@ class Supervisor(Multiprocess):
 
     def handle_signals(self) -> None:
         super().handle_signals()
+        if self.leaving.due():
+            self.should_exit.set()
         self.release_pipes()
         self.forget_ended()
+
+    def handle_int(self) -> None:
+        if self.leaving.signalled(signal.SIGINT):
+            super().handle_int()
+
+    def handle_term(self) -> None:
+        if self.leaving.signalled(signal.SIGTERM):
+            super().handle_term()
+
+    def terminate_all(self) -> None:
+        """Close the parent's copy of the listening socket, then stop the workers. The
+        parent never accepts on it, but while any process holds it open the kernel goes on
+        accepting connections into its backlog: once every worker had closed its own copy,
+        new connections were accepted and never answered until the last worker ended.
+        Closed here first, the socket closes with the last worker's copy, and a new
+        connection is refused."""
+        for sock in self.sockets:
+            sock.close()
+        super().terminate_all()
 
     def release_pipes(self) -> None:
         """Close the parent's copy of each started worker's end of its health-check pipe
@@ -195,15 +228,17 @@ def serve(settings: Settings, options: dict[str, Any], limits: HeadLimits) -> in
                     registry = multiprocess_registry(directory)
                     observing.enter_context(listener(registry, host, port))
                     log.info("metrics of every worker on http://%s:%s/metrics", host, port)
+            drain = Drain()
             config = WorkerConfig(
-                WorkerApp(prepared, os.getpid()),
+                WorkerApp(prepared, os.getpid(), drain),
                 protocol=(settings.uvicorn_http, limits),
                 workers=settings.workers,
                 timeout_worker_healthcheck=HEALTH_CHECK_SECONDS,
                 **options,
             )
             sock = config.bind_socket()
-            supervisor = Supervisor(config, [sock], directory)
+            leaving = Leaving(drain, settings.shutdown_delay_seconds)
+            supervisor = Supervisor(config, [sock], directory, leaving)
             try:
                 supervisor.run()
             finally:

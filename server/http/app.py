@@ -73,6 +73,7 @@ from server.observability.metrics import Metrics, Outcome
 from server.observability.middleware import Observed, OperationName, exchange_of
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
+from server.shutdown import Drain
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient
 from storage.engine.health import ping
@@ -540,7 +541,11 @@ async def livez(request: Request) -> Response:
 async def healthz(request: Request) -> Response:
     """Readiness (``/readyz``, and ``/healthz`` as it always was): 200 when the table answers
     within the storage timeout and its layout fits this code (``storage.model.layout_version``),
-    else 503 saying which, so a load balancer sends no traffic here meanwhile."""
+    else 503 saying which, so a load balancer sends no traffic here meanwhile; 503 at once
+    when the server is shutting down (server.shutdown)."""
+    drain: Drain = request.app.state.drain
+    if drain.draining:
+        return JSONResponse({"status": "draining"}, status_code=503)
     runtime = runtime_of(request.app)
     try:
         async with asyncio.timeout(runtime.settings.storage_timeout):
@@ -567,11 +572,13 @@ def create_app(
     client: DynamoClient | None = None,
     prepared: Prepared | None = None,
     tracing: Tracing | None = None,
+    drain: Drain | None = None,
 ) -> Starlette:
     """The application: routes and middleware; the lifespan (server.runtime) opens storage.
     ``client`` lets tests supply storage instead; ``prepared`` makes a worker's application,
     on what its parent prepared (server.workers), with the settings it carries; ``tracing``
-    sends spans elsewhere than ``OTEL_EXPORTER_OTLP_ENDPOINT`` (tests keep them in memory)."""
+    sends spans elsewhere than ``OTEL_EXPORTER_OTLP_ENDPOINT`` (tests keep them in memory);
+    ``drain`` is what the server serving it sets on SIGTERM (server.shutdown)."""
     if prepared is not None:
         settings = prepared.settings
     settings = settings or Settings()
@@ -649,4 +656,5 @@ def create_app(
     # Starlette would answer /graphql/ with a redirect to a URL built from the Host header,
     # which the client controls: unknown paths are a 404, nothing else.
     app.router.redirect_slashes = False
+    app.state.drain = drain or Drain()
     return app

@@ -3,7 +3,8 @@ every request (body, head, connections, sockets, cost), caching, persisted queri
 performance switches of the HTTP path.
 
 Defaults are those of the modules that apply them (``schema.SchemaOptions`` for the cost
-limits, ``server.http.forwarded`` for the trusted proxies), read from there.
+limits, ``server.http.forwarded`` for the trusted proxies, ``server.shutdown`` for the
+drain), read from there.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from schema import SchemaOptions
 from server.http.caching import CachePolicy
 from server.http.forwarded import LOOPBACK_PROXIES, TrustedProxies
 from server.settings.common import FROM_ENVIRONMENT, split_commas
+from server.shutdown import DELAY_SECONDS, TIMEOUT_SECONDS
 
 _SCHEMA = SchemaOptions()
 
@@ -77,6 +79,12 @@ class HttpSettings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     # Processes serving requests (server.workers); 1: the server runs in this process.
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
+    # On SIGTERM (server.shutdown): seconds between readiness answering 503 and the listener
+    # closing, while everything is still served, so that a load balancer in front sees the
+    # 503 and stops sending first; then the seconds requests in progress get to finish,
+    # before what is left is cancelled.
+    shutdown_delay_seconds: float = Field(default=DELAY_SECONDS, ge=0)
+    shutdown_timeout_seconds: float = Field(default=TIMEOUT_SECONDS, gt=0)
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Request headers browsers may send from those origins: what real clients add.
     cors_allow_headers: Annotated[list[str], NoDecode] = Field(

@@ -40,6 +40,15 @@ def test_the_api_waits_for_a_healthy_engine() -> None:
     assert "/healthz" in " ".join(api["healthcheck"]["test"])
 
 
+def test_docker_waits_for_the_api_to_drain_before_it_kills_it() -> None:
+    grace = compose()["services"]["api"]["stop_grace_period"]
+    assert grace.endswith("s")
+    # The compose file sets no drain settings: the defaults, and the closing after them.
+    settings = Settings(jwt_secret=SECRET)
+    drain = settings.shutdown_delay_seconds + settings.shutdown_timeout_seconds
+    assert float(grace.removesuffix("s")) >= drain + settings.storage_timeout
+
+
 def test_a_local_frontend_may_call_the_api() -> None:
     value = compose()["services"]["api"]["environment"]["CORS_ORIGINS"]
     # ${CORS_ORIGINS:-default}: overridable, with the usual dev servers as the default.

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from resolvers.auth import TokenRules
 from schema import SchemaOptions
 from server import settings as settings_groups
+from server import shutdown
 from server.cli import build_parser, main, storage_settings, token_settings, uvicorn_options
 from server.dev.demo import DEMO_PRODUCTS
 from server.runtime import DEV_TOKEN_LIFETIME
@@ -62,6 +63,15 @@ def test_head_limits_come_from_the_settings(environment: pytest.MonkeyPatch) -> 
     assert options["h11_max_incomplete_event_size"] == 4096
 
 
+def test_the_drain_timeout_is_uvicorns_graceful_shutdown(environment: pytest.MonkeyPatch) -> None:
+    assert uvicorn_options(Settings())["timeout_graceful_shutdown"] == shutdown.TIMEOUT_SECONDS
+    options = uvicorn_options(Settings(shutdown_timeout_seconds=2.5))
+    assert options["timeout_graceful_shutdown"] == 2.5
+    environment.setenv("SHUTDOWN_TIMEOUT_SECONDS", "-1")
+    with pytest.raises(ValidationError, match="shutdown_timeout_seconds"):
+        Settings()
+
+
 def test_an_endpoint_needs_a_jwt_secret(environment: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValidationError, match=NO_SECRET):
         Settings(dynamodb_endpoint_url="https://dynamodb.eu-west-1.amazonaws.com")
@@ -83,8 +93,12 @@ def test_the_embedded_engine_runs_without_a_secret(environment: pytest.MonkeyPat
     [
         ({"DYNAMODB_ENDPOINT_URL": "http://127.0.0.1:9"}, f"error: {NO_SECRET} "),
         ({"JWT_SECRET": "short-but-secret"}, "error: JWT_SECRET must be at least 32 bytes"),
+        (
+            {"SHUTDOWN_TIMEOUT_SECONDS": "0"},
+            "error: SHUTDOWN_TIMEOUT_SECONDS: Input should be greater than 0\n",
+        ),
     ],
-    ids=["endpoint-without-secret", "short-secret"],
+    ids=["endpoint-without-secret", "short-secret", "no-drain-timeout"],
 )
 def test_serve_refuses_a_bad_configuration_before_it_starts(
     variables: dict[str, str], expected: str

@@ -5,8 +5,8 @@ its metrics add up over both workers."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
-import pickle
 import signal
 import subprocess
 import time
@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from server.http.head_limits import HeadLimits
 from server.http.persisted import sha256_hex
 from server.runtime import DevTokens, Prepared
 from server.settings import Settings
+from server.shutdown import Drain, Leaving
 from server.workers import HEALTH_CHECK_SECONDS, Supervisor, WorkerApp, WorkerConfig
 from storage.engine.table import TableRef
 from storage.ops.verify import verify
@@ -580,7 +582,7 @@ def test_a_worker_that_dies_while_its_health_check_is_out_is_replaced_at_once() 
     handlers = {sig: signal.getsignal(sig) for sig in SIGNALS}  # the supervisor takes them
     sock = config.bind_socket()
     try:
-        supervisor = Supervisor(config, [sock], None)
+        supervisor = Supervisor(config, [sock], None, Leaving(Drain(), 0))
         supervisor.init_processes()
         [worker] = supervisor.processes
         assert worker.pid is not None
@@ -612,15 +614,45 @@ def test_workers_must_be_one_to_a_cap() -> None:
             Settings(workers=refused)
 
 
-def test_a_workers_configuration_travels_pickled_and_keeps_its_head_limits() -> None:
+def _arrived(config: WorkerConfig, answers: Connection) -> None:
+    """In a spawned process, as a worker gets it: what the configuration carries, and then,
+    once asked, whether the parent's drain has begun."""
+    app, protocol = config.app, config.http
+    assert isinstance(app, WorkerApp)
+    assert isinstance(protocol, type)
+    prepared = app.prepared
+    limits = getattr(protocol, "limits", None)  # a class made on arrival, by guarded_protocol
+    answers.send((limits, prepared.settings, prepared.dev_tokens, app.drain.draining))
+    answers.recv()
+    answers.send(app.drain.draining)
+
+
+def test_a_workers_configuration_travels_with_its_head_limits_and_the_parents_drain() -> None:
     limits = HeadLimits(max_bytes=4096, max_headers=20, timeout=3)
     settings = Settings(dynamodb_endpoint_url="http://127.0.0.1:1", jwt_secret="s" * 32)
+    drain = Drain()
     config = WorkerConfig(
-        WorkerApp(Prepared(settings, DevTokens("a-shopper", "a-moderator")), os.getpid()),
+        WorkerApp(Prepared(settings, DevTokens("a-shopper", "a-moderator")), os.getpid(), drain),
         protocol=("h11", limits),
         workers=2,
     )
-    arrived = pickle.loads(pickle.dumps(config))
-    assert arrived.http.limits == limits
-    assert arrived.app.prepared.settings == settings
-    assert arrived.app.prepared.dev_tokens == DevTokens("a-shopper", "a-moderator")
+    # As uvicorn's supervisor sends it: pickled to a spawned process.
+    spawn = multiprocessing.get_context("spawn")
+    ours, theirs = spawn.Pipe()
+    worker = spawn.Process(target=_arrived, args=(config, theirs))
+    worker.start()
+    try:
+        assert ours.poll(60)
+        arrived = ours.recv()
+        assert arrived == (limits, settings, DevTokens("a-shopper", "a-moderator"), False)
+        # The drain is shared, not copied: begun here, it has begun there.
+        drain.begin()
+        ours.send("begun")
+        assert ours.poll(60)
+        assert ours.recv() is True
+    finally:
+        worker.join(60)
+        if worker.exitcode is None:
+            worker.kill()
+            worker.join()
+    assert worker.exitcode == 0
