@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from storage.model.indexes import TTL_ATTR, Index, table_definition
+from tests.deploy.templates import load_template
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "cloudformation.yaml"
 THROTTLE_EVENTS = {"ReadThrottleEvents", "WriteThrottleEvents"}
@@ -19,29 +19,9 @@ PER_OPERATION = {"ThrottledRequests", "SystemErrors"}
 Sides = tuple[dict[str, Any], dict[str, Any]]  # (the template's table, create-table's request)
 
 
-class _CloudFormationLoader(yaml.SafeLoader):  # type: ignore[misc]
-    """YAML with CloudFormation's short tags (``!Ref``, ``!Sub``...) read as their long forms."""
-
-
-def _intrinsic(loader: Any, suffix: str, node: Any) -> dict[str, Any]:
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}": value}
-
-
-_CloudFormationLoader.add_multi_constructor("!", _intrinsic)
-
-
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.load(TEMPLATE.read_text(), Loader=_CloudFormationLoader)
+    loaded: dict[str, Any] = load_template(TEMPLATE)
     return loaded
 
 
