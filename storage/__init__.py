@@ -3,12 +3,15 @@
 Folders by concern, each on a floor; a folder imports only from the floors below it (and
 from itself), never sideways, and ``tests/test_layering.py`` checks it:
 
-    ops/      operations on a whole table: import, bulk, backfill, migrate, reshard, verify
+    ops/      operations on a whole table: create, import, bulk, backfill, migrate, reshard,
+              verify
     live/     the change stream, its events, the process's feed
     reads/    planner (pure, prints its plan), executor, merge, cursors, snapshots
     writes/   one module per transition of a comment, the counters they move
-    engine/   talking to DynamoDB: client, seam, metering, retry, batch calls, the table
-    model/    what is stored and asked: keys, comments, items, indexes, counters, patterns
+    engine/   talking to DynamoDB: client, seam, metering, retry, batch calls, the table,
+              the layout check and its write gate
+    model/    what is stored and asked: keys, comments, items, indexes, counters, layout
+              versions, patterns
     base/     the ground: types, errors, expressions, bounded cache, clock, locks
 
     base  <-  model  <-  engine  <-  reads, writes  <-  live (reads only), ops
