@@ -163,6 +163,16 @@ READS: tuple[ReadPattern, ...] = (
         "BatchGetItem",
         (Key(None, "PK = COMMENT#<id>", "SK = VOTE#<digest of voter>"),),
     ),
+    ReadPattern(
+        "AP18",
+        "the table's layout and the serving processes' heartbeats (layout versions; each "
+        "process also puts its own heartbeat after each read)",
+        "GetItem, strongly consistent (every process, every lease / 4); Query (migrate-table)",
+        (
+            Key(None, "PK = LAYOUT", "SK = VERSION"),
+            Key(None, "PK = LAYOUT#PROCESS", "SK: <host>:<pid>:<nonce>"),
+        ),
+    ),
 )
 
 WRITES: tuple[WritePattern, ...] = (
