@@ -322,13 +322,14 @@ async def _open_table(
     gate = LayoutGate(enforced=follow)
     table = TableRef(FencedWrites(served, gate), settings.dynamodb_table)
     table = table.keep(_memory(settings), gate)
+    created = False
     if settings.creates_table:
         created = await create_table(opened, settings.dynamodb_table, stream=settings.live_updates)
         await _bring_to_layout(TableRef(opened, settings.dynamodb_table))
-        if created and settings.seed_demo:
-            await _seed_demo(table, settings)
     if follow:
         await _start_checking(stack, TableRef(opened, settings.dynamodb_table), gate)
+    if created and settings.seed_demo:  # through the gate, which the first check opened
+        await _seed_demo(table, settings)
     feed = None
     if settings.live_updates and follow:
         streams = await stack.enter_async_context(open_streams_client(client_settings))
@@ -410,7 +411,10 @@ async def _start_checking(stack: AsyncExitStack, table: TableRef, gate: LayoutGa
 
     async def keep_checking() -> None:
         while True:
-            await asyncio.sleep(gate.lease_seconds / 4)
+            # Sooner while the lease has run out (storage away at start, say): the process
+            # is ready again within a second of storage answering.
+            interval = gate.lease_seconds / 4
+            await asyncio.sleep(interval if gate.lease_valid() else min(1.0, interval))
             await check()
 
     await check()

@@ -88,7 +88,7 @@ def test_the_serving_task_has_what_production_needs(template: dict[str, Any]) ->
         JWT_SECRET="s" * 40,
         AUTHOR_ID_KEY="k" * 40,
     )
-    settings = Settings(**{name.lower(): value for name, value in filled.items()})
+    settings = Settings.model_validate({name.lower(): value for name, value in filled.items()})
     assert settings.production
     assert not settings.creates_table
 
