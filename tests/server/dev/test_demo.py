@@ -3,18 +3,23 @@ every counter exact (the moderation queue's and the authors' per-product counts 
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from dataclasses import replace
 
+import httpx
 import pytest
 
 from server.dev.demo import demo_comments
+from server.dev.local_engine import LocalEngine
 from storage.base.errors import InvalidInput
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, PageRequest, Status
 from storage.ops.bulk import load_new_products
 from storage.ops.verify import verify
 from storage.reads.reader import author_total, moderation_queue, queue_length
+from testing.live_server import live_server
+from tests.api_helpers import SECRET
 from tests.helpers import own_product_id, own_table
 
 PRODUCTS = 3  # besides sku-hot, whose 2,000 comments hold every kind
@@ -104,3 +109,27 @@ async def test_a_pending_comment_is_never_counted_twice(table: TableRef) -> None
     assert await queue_length(fresh) == 1
     report = await verify(fresh)
     assert report.exact, report.describe()
+
+
+def test_a_server_that_makes_its_table_serves_its_demo_data(engine: LocalEngine) -> None:
+    # One process, as `comments serve` runs by default: it makes the table, records its
+    # layout, reads it (which opens its write gate), then writes the demo data through
+    # that gate. Seeding before the first read had every write refused.
+    table = f"demo_{uuid.uuid4().hex[:8]}"
+    with live_server(
+        engine.endpoint_url,
+        table,
+        SECRET,
+        CREATE_TABLE="true",
+        SEED_DEMO="true",
+        DEMO_PRODUCTS="3",
+        LIVE_UPDATES="false",
+    ) as server:
+        response = httpx.post(
+            server.graphql_url,
+            json={"query": "{ topProducts(first: 3) { product { stats { total } } } }"},
+            timeout=30,
+        ).json()
+    totals = [r["product"]["stats"]["total"] for r in response["data"]["topProducts"]]
+    assert totals
+    assert all(total > 0 for total in totals)
