@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from resolvers.auth import mint
+from resolvers.authors import author_key, configured_key, printed_key
 from resolvers.errors import ApiError
 from resolvers.pages import page_request
 from schema import build_schema
@@ -137,6 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--secret", help="default: $JWT_SECRET")
     token.add_argument("--issuer", help="iss (default: $JWT_ISSUER)")
     token.add_argument("--audience", help="aud (default: $JWT_AUDIENCE)")
+
+    sub.add_parser(
+        "author-id-key",
+        help="print the key the public author ids are made with (pin it as AUTHOR_ID_KEY)",
+        description="Print the key the public author ids are made with now: AUTHOR_ID_KEY's, "
+        "else the one derived from JWT_SECRET (or, in development, the secret serve keeps). "
+        "Set as AUTHOR_ID_KEY before JWT_SECRET is rotated, it keeps every author's id; it "
+        "cannot sign tokens, but keep it as a secret.",
+    )
 
     export = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     export.add_argument("--output", type=Path, help="write to this file instead")
@@ -396,21 +406,40 @@ async def _seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _signing_secret(settings: TokenSettings) -> str | None:
+    """JWT_SECRET, or in development the secret `serve` keeps in DATA_DIR; None (said on
+    stderr) when there is neither."""
+    if settings.jwt_secret:
+        return settings.jwt_secret
+    kept = dev_secret_path(DevelopmentSettings().data_dir)
+    try:
+        return secret_from_file(kept, create=False)
+    except ValueError:
+        print(
+            "error: set JWT_SECRET (or JWT_SECRET_FILE) to the server's secret; in development, "
+            f"start `comments serve` once (it keeps its secret in {kept})",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _author_id_key(args: argparse.Namespace) -> int:
+    settings = TokenSettings()
+    if settings.author_id_key is not None:
+        key = configured_key(settings.author_id_key)
+    elif (secret := _signing_secret(settings)) is not None:
+        key = author_key(secret)
+    else:
+        return 2
+    print(printed_key(key))
+    return 0
+
+
 def _token(args: argparse.Namespace) -> int:
     settings = token_settings(args)
-    secret = settings.jwt_secret
-    if not secret:
-        # Development: the secret `serve` keeps in DATA_DIR when none is configured.
-        kept = dev_secret_path(DevelopmentSettings().data_dir)
-        try:
-            secret = secret_from_file(kept, create=False)
-        except ValueError:
-            print(
-                "error: set JWT_SECRET (or --secret) to the server's secret; in development, "
-                f"start `comments serve` once (it keeps its secret in {kept})",
-                file=sys.stderr,
-            )
-            return 2
+    secret = _signing_secret(settings)
+    if secret is None:
+        return 2
     ttl = int(args.hours * 3600)
     cap = settings.jwt_max_lifetime
     if cap and ttl > cap:
@@ -528,7 +557,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "engine":
             return _engine(args)
-        sync = {"token": _token, "export-schema": _export, "serve": _serve}
+        sync = {
+            "token": _token,
+            "author-id-key": _author_id_key,
+            "export-schema": _export,
+            "serve": _serve,
+        }
         if args.command in sync:
             return sync[args.command](args)
         handler = {
