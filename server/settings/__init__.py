@@ -35,6 +35,7 @@ from server.settings.observability import (
     DEFAULT_METRICS_PORT,
     MetricsMode,
     ObservabilitySettings,
+    listen_problem,
 )
 from server.settings.storage import StorageSettings, StorageUse
 from server.settings.tokens import TokenSettings
@@ -102,6 +103,13 @@ class Settings(
             raise ValueError(
                 "METRICS_PORT must differ from PORT: metrics have a listener of their own"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _metrics_host_here(self) -> Self:
+        # Said now, in one line, rather than as a traceback once the server has started.
+        if self.metrics_mode == "port" and (problem := listen_problem(self.metrics_host)):
+            raise ValueError(f"METRICS_HOST {problem}")
         return self
 
     @model_validator(mode="after")
