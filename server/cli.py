@@ -24,7 +24,7 @@ from resolvers.pages import page_request
 from schema import build_schema
 from server.dev.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
 from server.dev.local_engine import EngineError, LocalEngine
-from server.dev.progress import progress_bar
+from server.dev.progress import note, progress_bar, progress_count
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, guarded_protocol
 from server.observability.logs import configure_logging, uvicorn_log_config
@@ -277,14 +277,12 @@ async def _migrate(args: argparse.Namespace) -> int:
 
 
 async def _verify(args: argparse.Namespace) -> int:
-    def progress(scanned: int) -> None:
-        print(f"\rscanned {scanned} items", end="", file=sys.stderr, flush=True)
-
+    progress = progress_count("scanned {} items")
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
         table = TableRef(client, settings.dynamodb_table)
         report = await verify(table, progress=progress)
-        print(file=sys.stderr)
+        progress.end()
         _print_report(report)
         if report.exact or not args.repair:
             return 0 if report.exact else 1
@@ -349,8 +347,7 @@ def _count_lines(path: Path) -> int:
 
 async def _import(args: argparse.Namespace) -> int:
     def report(bad: InvalidLine) -> None:
-        # Over the progress bar's line, which the next redraw puts back below.
-        print(f"\r{bad.describe()}".ljust(60), file=sys.stderr)
+        note(bad.describe())
 
     path: Path = args.file
     try:
