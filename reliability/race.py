@@ -31,6 +31,7 @@ import httpx
 
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
+from server.dev.progress import progress_bar
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.ops.create import create_table
@@ -202,12 +203,10 @@ async def run_race(
                 await race.operation(http)
 
         batch = 200
-        done = 0
+        show = progress_bar(operations, "race: operations")
         while race.tally.operations < operations:
             await asyncio.gather(*(one() for _ in range(batch)))
-            done = race.tally.operations
-            print(f"\rrace: {done}/{operations} operations", end="", file=sys.stderr, flush=True)
-        print(file=sys.stderr)
+            show(race.tally.operations)
         walk_problems = await race.walk(http)
     async with open_client(ClientSettings(endpoint_url=endpoint_url)) as client:
         report = await verify(TableRef(client, table))

@@ -34,7 +34,9 @@ class TokenRules:
     of ``keys`` with an algorithm of ``algorithms``, never both; the ``issuer`` and
     ``audience`` when set (required with ``keys``: a provider signs tokens for other
     applications too); and, when ``max_lifetime`` is set, an ``iat`` at most that many
-    seconds before its ``exp``. ``claims`` says where the claims are."""
+    seconds before its ``exp``. ``claims`` says where the claims are. While a secret is
+    rotated, ``previous_secret`` is the one it replaces: tokens signed with it are still
+    accepted (new ones are signed with ``secret`` only)."""
 
     secret: str | None = field(default=None, repr=False)
     issuer: str | None = None
@@ -43,8 +45,11 @@ class TokenRules:
     keys: KeySource | None = None
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     claims: ClaimMap = field(default_factory=ClaimMap)
+    previous_secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.previous_secret is not None and self.secret is None:
+            raise ValueError("a previous secret is accepted only beside a current one")
         if (self.secret is None) == (self.keys is None):
             raise ValueError("token rules take a secret or published keys, one of them")
         if self.keys is not None:
@@ -85,35 +90,18 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("the Authorization header must be: Bearer <token>")
     token = token.strip()
-    key: Any = rules.secret
+    keys: list[Any] = [rules.secret]
+    keys += [rules.previous_secret] if rules.previous_secret is not None else []
     algorithms = [ALGORITHM]
     if rules.keys is not None:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError as exc:
             raise Unauthenticated("the token is not valid") from exc
-        key = choose_key(header, rules.keys.key_set(), rules.algorithms).key
+        keys = [choose_key(header, rules.keys.key_set(), rules.algorithms).key]
         algorithms = [header["alg"]]
-    required = ["exp"]
-    required += ["iat"] if rules.max_lifetime else []
-    required += ["iss"] if rules.issuer is not None else []
-    required += ["aud"] if rules.audience is not None else []
     try:
-        claims = jwt.decode(
-            token,
-            key,
-            algorithms=algorithms,
-            issuer=rules.issuer,
-            audience=rules.audience,
-            # PyJWT converts the time claims with int(), which takes "1700000000" and True
-            # and overflows on Infinity: _check_times reads them as JSON numbers only.
-            options={
-                "require": required,
-                "verify_exp": False,
-                "verify_iat": False,
-                "verify_nbf": False,
-            },
-        )
+        claims = _decode(token, keys, algorithms, rules)
     except jwt.MissingRequiredClaimError as exc:
         raise Unauthenticated(f"the token has no {exc.claim} claim") from exc
     except jwt.InvalidIssuerError as exc:
@@ -156,6 +144,44 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
     ours = {MODERATOR: paths.moderator_role, MERCHANT: paths.merchant_role}
     granted = frozenset(role for role, theirs in ours.items() if theirs in roles)
     return Viewer(sub, name, granted, frozenset(purchases))
+
+
+def _decode(
+    token: str, keys: list[Any], algorithms: list[str], rules: TokenRules
+) -> dict[str, Any]:
+    """The token's claims, checked with the first of ``keys`` whose signature it carries
+    (a rotation's previous secret comes second); the error of the last key otherwise."""
+    required = ["exp"]
+    required += ["iat"] if rules.max_lifetime else []
+    required += ["iss"] if rules.issuer is not None else []
+    required += ["aud"] if rules.audience is not None else []
+    *others, last = keys
+    for key in others:
+        try:
+            return _decode_with(token, key, algorithms, rules, required)
+        except jwt.InvalidSignatureError:
+            continue  # signed with another of the keys, or with none of them
+    return _decode_with(token, last, algorithms, rules, required)
+
+
+def _decode_with(
+    token: str, key: Any, algorithms: list[str], rules: TokenRules, required: list[str]
+) -> dict[str, Any]:
+    return jwt.decode(
+        token,
+        key,
+        algorithms=algorithms,
+        issuer=rules.issuer,
+        audience=rules.audience,
+        # PyJWT converts the time claims with int(), which takes "1700000000" and True
+        # and overflows on Infinity: _check_times reads them as JSON numbers only.
+        options={
+            "require": required,
+            "verify_exp": False,
+            "verify_iat": False,
+            "verify_nbf": False,
+        },
+    )
 
 
 def _is_identifier(value: object) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from resolvers.auth import TokenRules, Viewer, authenticate
-from resolvers.authors import author_key
+from resolvers.authors import author_key, configured_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
 from storage.base.errors import CallBudgetExceeded, StorageError
@@ -170,9 +170,13 @@ def make_context(
     """A fresh context: new meter, new loaders; the app's client, 5-star locks and plan
     memory."""
     # AUTHOR_ID_KEY, else (tokens signed with a secret) JWT_SECRET: the settings require
-    # AUTHOR_ID_KEY when tokens are checked with a provider's keys.
-    id_secret = author_id_secret or tokens.secret
-    if id_secret is None:
+    # AUTHOR_ID_KEY when tokens are checked with a provider's keys, in production, and
+    # while a previous secret is accepted.
+    if author_id_secret:
+        key = configured_key(author_id_secret)
+    elif tokens.secret is not None:
+        key = author_key(tokens.secret)
+    else:
         raise RuntimeError("public author ids need AUTHOR_ID_KEY when there is no JWT_SECRET")
     meter = Meter()
     table = _metered(app_table, meter)
@@ -184,7 +188,7 @@ def make_context(
         request_id=request_id,
         tokens=tokens,
         authorization=authorization,
-        author_key=author_key(id_secret),
+        author_key=key,
         deadline=deadline,
         tuning=tuning,
         write_limits=write_limits,

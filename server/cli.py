@@ -20,12 +20,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from resolvers.auth import mint
+from resolvers.authors import author_key, configured_key, printed_key
 from resolvers.errors import ApiError
 from resolvers.pages import page_request
 from schema import build_schema
 from server.dev.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
 from server.dev.local_engine import EngineError, LocalEngine
-from server.dev.progress import progress_bar
+from server.dev.progress import note, progress_bar, progress_count
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, guarded_protocol
 from server.observability.logs import configure_logging, uvicorn_log_config
@@ -144,6 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--secret", help="default: $JWT_SECRET")
     token.add_argument("--issuer", help="iss (default: $JWT_ISSUER)")
     token.add_argument("--audience", help="aud (default: $JWT_AUDIENCE)")
+
+    sub.add_parser(
+        "author-id-key",
+        help="print the key the public author ids are made with (pin it as AUTHOR_ID_KEY)",
+        description="Print the key the public author ids are made with now: AUTHOR_ID_KEY's, "
+        "else the one derived from JWT_SECRET (or, in development, the secret serve keeps). "
+        "Set as AUTHOR_ID_KEY before JWT_SECRET is rotated, it keeps every author's id; it "
+        "cannot sign tokens, but keep it as a secret.",
+    )
 
     export = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     export.add_argument("--output", type=Path, help="write to this file instead")
@@ -310,15 +320,13 @@ async def _migrate(args: argparse.Namespace) -> int:
 
 
 async def _verify(args: argparse.Namespace) -> int:
-    def progress(scanned: int) -> None:
-        print(f"\rscanned {scanned} items", end="", file=sys.stderr, flush=True)
-
+    progress = progress_count("scanned {} items")
     pace = None if args.max_read_units is None else ReadPace(args.max_read_units)
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
         table = TableRef(client, settings.dynamodb_table)
         report = await verify(table, progress=progress, pace=pace)
-        print(file=sys.stderr)
+        progress.end()
         if not report.exact and args.repair:
             report = await repair(table, report)
     if args.json:
@@ -390,8 +398,7 @@ def _count_lines(path: Path) -> int:
 
 async def _import(args: argparse.Namespace) -> int:
     def report(bad: InvalidLine) -> None:
-        # Over the progress bar's line, which the next redraw puts back below.
-        print(f"\r{bad.describe()}".ljust(60), file=sys.stderr)
+        note(bad.describe())
 
     path: Path = args.file
     try:
@@ -447,21 +454,40 @@ async def _seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _signing_secret(settings: TokenSettings) -> str | None:
+    """JWT_SECRET, or in development the secret `serve` keeps in DATA_DIR; None (said on
+    stderr) when there is neither."""
+    if settings.jwt_secret:
+        return settings.jwt_secret
+    kept = dev_secret_path(DevelopmentSettings().data_dir)
+    try:
+        return secret_from_file(kept, create=False)
+    except ValueError:
+        print(
+            "error: set JWT_SECRET (or JWT_SECRET_FILE) to the server's secret; in development, "
+            f"start `comments serve` once (it keeps its secret in {kept})",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _author_id_key(args: argparse.Namespace) -> int:
+    settings = TokenSettings()
+    if settings.author_id_key is not None:
+        key = configured_key(settings.author_id_key)
+    elif (secret := _signing_secret(settings)) is not None:
+        key = author_key(secret)
+    else:
+        return 2
+    print(printed_key(key))
+    return 0
+
+
 def _token(args: argparse.Namespace) -> int:
     settings = token_settings(args)
-    secret = settings.jwt_secret
-    if not secret:
-        # Development: the secret `serve` keeps in DATA_DIR when none is configured.
-        kept = dev_secret_path(DevelopmentSettings().data_dir)
-        try:
-            secret = secret_from_file(kept, create=False)
-        except ValueError:
-            print(
-                "error: set JWT_SECRET (or --secret) to the server's secret; in development, "
-                f"start `comments serve` once (it keeps its secret in {kept})",
-                file=sys.stderr,
-            )
-            return 2
+    secret = _signing_secret(settings)
+    if secret is None:
+        return 2
     ttl = int(args.hours * 3600)
     cap = settings.jwt_max_lifetime
     if cap and ttl > cap:
@@ -589,7 +615,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "engine":
             return _engine(args)
-        sync = {"token": _token, "export-schema": _export, "serve": _serve}
+        sync = {
+            "token": _token,
+            "author-id-key": _author_id_key,
+            "export-schema": _export,
+            "serve": _serve,
+        }
         if args.command in sync:
             return sync[args.command](args)
         handler = {

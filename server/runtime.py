@@ -488,6 +488,8 @@ def _token_rules(settings: Settings, keys: KeyStore | None) -> tuple[TokenRules,
 
 
 def _rules(settings: Settings, secret: str | None, keys: KeyStore | None) -> TokenRules:
+    # During a rotation tokens signed with the previous secret are still accepted; the dev
+    # tokens above are signed with the current one only.
     return TokenRules(
         secret,
         issuer=settings.jwt_issuer,
@@ -496,4 +498,5 @@ def _rules(settings: Settings, secret: str | None, keys: KeyStore | None) -> Tok
         keys=keys,
         algorithms=tuple(settings.jwt_algorithms),
         claims=settings.claim_map,
+        previous_secret=settings.jwt_previous_secret,
     )

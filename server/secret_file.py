@@ -1,8 +1,10 @@
-"""A JWT secret kept in a file (``JWT_SECRET_FILE``): made the first time it is missing, a
-random one readable by its owner only, and read as it is on every later start.
+"""Secrets kept in files (``JWT_SECRET_FILE``, ``JWT_PREVIOUS_SECRET_FILE``,
+``AUTHOR_ID_KEY_FILE``), read as they are, once, at start. In development the JWT secret's
+file is made the first time it is missing: a random secret readable by its owner only.
 
-This is how ``docker compose up`` gets a secret of its own for each data volume instead of
-one written in the repository, which anyone could use to mint moderator tokens.
+That is how ``docker compose up`` gets a secret of its own for each data volume instead of
+one written in the repository, which anyone could use to mint moderator tokens. Nothing
+else is ever made: a missing file of any other secret, or any in production, is an error.
 """
 
 from __future__ import annotations
@@ -24,23 +26,23 @@ def dev_secret_path(data_dir: Path) -> Path:
     return data_dir / DEV_SECRET_NAME
 
 
-def secret_from_file(path: Path, *, create: bool = True) -> str:
+def secret_from_file(path: Path, *, create: bool = True, name: str = "JWT_SECRET_FILE") -> str:
     """The secret in ``path`` (surrounding whitespace aside); when the file does not exist
     and ``create``, a new random secret written there first (mode 0600, never over a file
-    that another process made meanwhile). ``ValueError`` when it cannot be read or made, or
-    is short."""
+    that another process made meanwhile). ``ValueError`` naming the setting ``name`` when it
+    cannot be read or made, or is short."""
     try:
-        return _read(path)
+        return _read(path, name)
     except FileNotFoundError:
         if not create:
-            raise ValueError(f"JWT_SECRET_FILE: {path} does not exist") from None
+            raise ValueError(f"{name}: {path} does not exist") from None
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # Written whole beside it, then linked in place: a process starting at the same time
         # finds either no file or the whole secret, and of two links one wins, both read it.
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as exc:
-        raise ValueError(f"JWT_SECRET_FILE: cannot create {path}: {exc.strerror}") from exc
+        raise ValueError(f"{name}: cannot create {path}: {exc.strerror}") from exc
     try:
         with os.fdopen(fd, "w", encoding="ascii") as file:  # mkstemp: mode 0600
             file.write(secrets.token_urlsafe(SECRET_MIN_BYTES) + "\n")
@@ -50,20 +52,20 @@ def secret_from_file(path: Path, *, create: bool = True) -> str:
     except FileExistsError:
         pass
     except OSError as exc:
-        raise ValueError(f"JWT_SECRET_FILE: cannot create {path}: {exc.strerror}") from exc
+        raise ValueError(f"{name}: cannot create {path}: {exc.strerror}") from exc
     finally:
         os.unlink(temp)
-    return _read(path)
+    return _read(path, name)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, name: str) -> str:
     try:
         secret = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         raise
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ValueError(f"JWT_SECRET_FILE: cannot read {path}: {reason}") from exc
+        raise ValueError(f"{name}: cannot read {path}: {reason}") from exc
     if len(secret.encode()) < SECRET_MIN_BYTES:
-        raise ValueError(f"JWT_SECRET_FILE: {path} holds less than {SECRET_MIN_BYTES} bytes")
+        raise ValueError(f"{name}: {path} holds less than {SECRET_MIN_BYTES} bytes")
     return secret

@@ -49,13 +49,15 @@ def live_server(
     """Run the server against an engine and table until the block ends; extra keyword
     arguments become environment variables (``STORAGE_TIMEOUT="2"``). Per-author write
     limits and rates are lifted unless given: load, soak and fuzzing write as few authors. The
-    server's output goes to ``log`` when given (a test reads what it logged), else to a
-    private file."""
+    author ids' key is pinned to the secret, as production requires a key and a deployment
+    keeps the ids its secret gave. The server's output goes to ``log`` when given (a test
+    reads what it logged), else to a private file."""
     port = free_port()
     environment = {
         "DYNAMODB_ENDPOINT_URL": endpoint_url,
         "DYNAMODB_TABLE": table,
         "JWT_SECRET": jwt_secret,
+        "AUTHOR_ID_KEY": jwt_secret,
         "HOST": "127.0.0.1",
         "PORT": str(port),
         # A free port for the metrics listener (production, or several workers), never the

@@ -72,13 +72,19 @@ async def running_api(client: DynamoClient, table: str, **overrides: Any) -> Asy
     """The app in process. Per-author write limits and rates are lifted unless given: most
     tests write many comments as one author on one product; the limit tests pass them
     explicitly. A production app's metrics listener takes a free port unless one is given,
-    never the fixed default, which another test process (or a server) may hold."""
+    never the fixed default, which another test process (or a server) may hold. The author
+    ids' key is pinned to the secret, as a deployment keeps the ids that secret gave."""
     settings = Settings(
         dynamodb_endpoint_url="http://unused.invalid",
         dynamodb_table=table,
-        jwt_secret=SECRET,
         gc_freeze=False,
-        **{"metrics_port": free_port(), **NO_WRITE_LIMITS, **overrides},
+        **{
+            "jwt_secret": SECRET,
+            "author_id_key": SECRET,
+            "metrics_port": free_port(),
+            **NO_WRITE_LIMITS,
+            **overrides,
+        },
     )
     app = create_app(settings, client=client)
     async with (

@@ -21,7 +21,6 @@ import itertools
 import json
 import random
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,6 +30,7 @@ from typing import Any
 from benchmarks.reads.baselines import blog_fan_out
 from server.dev.demo import LANGUAGES, RATINGS
 from server.dev.local_engine import LocalEngine
+from server.dev.progress import progress_bar
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.model import keys
@@ -57,6 +57,7 @@ async def seed(table: TableRef, product_id: str, n: int, rng: random.Random) -> 
     languages = rng.choices(list(LANGUAGES), weights=list(LANGUAGES.values()), k=n)
     gate = asyncio.Semaphore(32)
     done = 0
+    show = progress_bar(n, "seeded")
 
     async def one(i: int) -> None:
         nonlocal done
@@ -72,11 +73,9 @@ async def seed(table: TableRef, product_id: str, n: int, rng: random.Random) -> 
         async with gate:
             await create_comment(table, new)
         done += 1
-        if done % 500 == 0 or done == n:
-            print(f"\rseeded {done}/{n}", end="", file=sys.stderr, flush=True)
+        show(done)
 
     await asyncio.gather(*(one(i) for i in range(n)))
-    print(file=sys.stderr)
 
 
 async def blog_page(

@@ -23,7 +23,6 @@ from typing import Self
 
 from pydantic import model_validator
 
-from server.secret_file import secret_from_file
 from server.settings.common import FROM_ENVIRONMENT
 from server.settings.development import (
     DEFAULT_DATA_DIR,
@@ -36,6 +35,7 @@ from server.settings.observability import (
     DEFAULT_METRICS_PORT,
     MetricsMode,
     ObservabilitySettings,
+    listen_problem,
 )
 from server.settings.storage import StorageSettings, StorageUse
 from server.settings.tokens import TokenSettings
@@ -76,13 +76,10 @@ class Settings(
 
     model_config = FROM_ENVIRONMENT
 
-    @model_validator(mode="after")
-    def _secret_from_file(self) -> Self:
-        # TokenSettings' rule (this one takes its place, so runs before the rules below),
-        # except that in production no secret is made: every host must share one given.
-        if self.jwt_secret is None and self.jwt_secret_file is not None:
-            self.jwt_secret = secret_from_file(self.jwt_secret_file, create=not self.production)
-        return self
+    def _makes_secret_files(self) -> bool:
+        # The server in development makes a missing JWT_SECRET_FILE (as docker compose has
+        # it); in production never: every host must share one secret, given.
+        return not self.production
 
     @model_validator(mode="after")
     def _production_needs(self) -> Self:
@@ -90,6 +87,14 @@ class Settings(
             raise ValueError("PRODUCTION needs DYNAMODB_ENDPOINT_URL (no embedded engine)")
         if self.production and self.jwt_secret is None and self.jwt_jwks_url is None:
             raise ValueError("PRODUCTION needs JWT_SECRET or JWT_JWKS_URL")
+        if self.production and self.author_id_key is None:
+            # Derived from JWT_SECRET, the ids would change with every rotation of it.
+            raise ValueError(
+                "PRODUCTION needs AUTHOR_ID_KEY (or AUTHOR_ID_KEY_FILE), the key of the "
+                "public author ids: a deployment that ran without it keeps its authors' ids "
+                "with the key `comments author-id-key` prints from its present JWT_SECRET; "
+                "a new one may take 32 random bytes (openssl rand -hex 32)"
+            )
         return self
 
     @model_validator(mode="after")
@@ -98,6 +103,13 @@ class Settings(
             raise ValueError(
                 "METRICS_PORT must differ from PORT: metrics have a listener of their own"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _metrics_host_here(self) -> Self:
+        # Said now, in one line, rather than as a traceback once the server has started.
+        if self.metrics_mode == "port" and (problem := listen_problem(self.metrics_host)):
+            raise ValueError(f"METRICS_HOST {problem}")
         return self
 
     @model_validator(mode="after")

@@ -54,6 +54,8 @@ CORS_ALLOW_HEADERS = (
     "newrelic",
 )
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")
+# An origin as a browser sends it (Origin: scheme://host[:port], nothing after), lower case.
+_ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9.-]*[a-z0-9])?)(:[0-9]{1,5})?")
 
 
 # The origins of the usual frontend dev servers (Next.js, Create React App on 3000; Vite on
@@ -167,6 +169,29 @@ class HttpSettings(BaseSettings):
     @classmethod
     def _split(cls, value: object) -> object:
         return split_commas(value)
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        # Compared with the Origin header as they are: one that no browser sends would
+        # refuse every call without a word.
+        origins = [origin.lower() for origin in value]
+        if "*" in origins:
+            # Tokens travel in a header, not cookies, yet any site could read whatever a
+            # visitor's browser can reach: in development, GraphiQL's page on loopback with
+            # the dev tokens; behind a firewall, an internal deployment. Allowed origins
+            # are listed, always.
+            raise ValueError(
+                "CORS_ORIGINS: * would let every website read the API's answers in its "
+                "visitors' browsers (in development, the dev tokens on GraphiQL's page); "
+                "list the origins, e.g. https://shop.example"
+            )
+        if not all(_ORIGIN.fullmatch(origin) for origin in origins):
+            raise ValueError(
+                "CORS_ORIGINS must be origins as browsers send them, comma-separated: "
+                "scheme://host[:port], e.g. https://shop.example (no path, no trailing /)"
+            )
+        return origins
 
     @field_validator("cors_allow_headers")
     @classmethod

@@ -5,6 +5,7 @@ Defaults are those of ``server.observability``'s modules, read from there.
 
 from __future__ import annotations
 
+import socket
 from typing import Literal
 
 from pydantic import Field
@@ -55,3 +56,19 @@ class ObservabilitySettings(BaseSettings):
     def request_lines(self) -> bool:
         """One JSON line per request, which replaces uvicorn's access line."""
         return self.log_format == "json" and self.access_log
+
+
+def listen_problem(host: str) -> str | None:
+    """Why a listener cannot be opened on ``host`` on this machine, or None: the address
+    the metrics listener takes (the first the name resolves to), bound on any port once."""
+    try:
+        found = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError):
+        return "is neither an address nor a name that resolves here"
+    family, kind, protocol, _, address = found[0]
+    try:
+        with socket.socket(family, kind, protocol) as probe:
+            probe.bind(address)
+    except OSError as exc:
+        return f"is not an address of this machine ({exc.strerror})"
+    return None

@@ -7,7 +7,9 @@ Defaults are those of the storage modules that use them, read from there.
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
 from server.settings.common import FROM_ENVIRONMENT
@@ -16,6 +18,8 @@ from storage.reads.planner import DEFAULT_TUNING
 from storage.reads.snapshots import DEFAULT_BYTES as DEFAULT_PLAN_MEMORY
 
 _CLIENT = ClientSettings()
+# AWS region names (eu-west-1, us-gov-west-1, cn-north-1), or a local engine's own ("local").
+_REGION = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
 class StorageSettings(BaseSettings):
@@ -36,6 +40,14 @@ class StorageSettings(BaseSettings):
     fast_attribute_parsing: bool = _CLIENT.fast_attribute_parsing  # the attribute pass-through
     static_user_agent: bool = _CLIENT.static_user_agent  # a User-Agent made once per client
     direct_reads: bool = _CLIENT.direct_reads  # the hot reads without botocore's machinery
+
+    @field_validator("aws_region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        # An empty or mistyped region starts fine and fails at the first signed call.
+        if not _REGION.fullmatch(value):
+            raise ValueError("AWS_REGION must be a region name such as eu-west-1")
+        return value
 
     def client_settings(self) -> ClientSettings:
         return ClientSettings(

@@ -1,6 +1,8 @@
 """Sign-in: how bearer tokens are signed and checked, what the server and `comments token`
-share. Either a secret (``JWT_SECRET``, or one kept in ``JWT_SECRET_FILE``) or the login
-provider's published keys (``JWT_JWKS_URL``); the claims' places and the roles' names.
+share. Either a secret (``JWT_SECRET``, with ``JWT_PREVIOUS_SECRET`` during a rotation) or
+the login provider's published keys (``JWT_JWKS_URL``); the key of the public author ids;
+the claims' places and the roles' names. Each secret may be kept in a file instead
+(``NAME_FILE``), read once, at start.
 
 Defaults are those of ``resolvers.auth``, ``resolvers.claims``, ``resolvers.keys`` and
 ``server.jwks``, read from there.
@@ -12,10 +14,11 @@ from pathlib import Path
 from typing import Annotated, Self
 
 import httpx
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode
 
 from resolvers.auth import DEFAULT_MAX_LIFETIME
+from resolvers.authors import configured_key
 from resolvers.claims import ClaimMap, ClaimPath
 from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES
 from server.jwks import FetchLimits
@@ -26,6 +29,8 @@ _CLAIMS = ClaimMap()
 _FETCH = FetchLimits()
 # Hosts of a JWT_JWKS_URL that may be fetched over plain http (as httpx.URL names them).
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+# The settings that are secrets: each may be kept in a file instead (its NAME_FILE).
+SECRETS = ("jwt_secret", "jwt_previous_secret", "author_id_key")
 
 
 class TokenSettings(BaseSettings):
@@ -34,10 +39,14 @@ class TokenSettings(BaseSettings):
     model_config = FROM_ENVIRONMENT
 
     # Unset in embedded mode: generated at start-up, with a dev token printed.
-    jwt_secret: str | None = None
-    # Where the secret is kept when JWT_SECRET is unset: made there (random, mode 0600) the
-    # first time the file is missing, read from it after (server.secret_file).
+    jwt_secret: str | None = Field(default=None, repr=False)
+    # Or where it is kept: read at start; in development made there (random, mode 0600) the
+    # first time the file is missing (server.secret_file), never in production.
     jwt_secret_file: Path | None = None
+    # While JWT_SECRET is rotated, the secret it replaces: tokens signed with it are still
+    # accepted, new ones are signed with JWT_SECRET only (see docs/deployment.md).
+    jwt_previous_secret: str | None = Field(default=None, repr=False)
+    jwt_previous_secret_file: Path | None = None
     # When set, tokens must carry exactly this iss / aud.
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
@@ -68,8 +77,10 @@ class TokenSettings(BaseSettings):
     jwt_role_moderator: str = Field(default=_CLAIMS.moderator_role, min_length=1)
     jwt_role_merchant: str = Field(default=_CLAIMS.merchant_role, min_length=1)
     # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
-    # set it to keep the ids when rotating that secret. Required with JWT_JWKS_URL.
-    author_id_key: str | None = None
+    # set it to keep the ids when rotating that secret (`comments author-id-key` prints the
+    # one in use). Required with JWT_JWKS_URL, JWT_PREVIOUS_SECRET and PRODUCTION.
+    author_id_key: str | None = Field(default=None, repr=False)
+    author_id_key_file: Path | None = None
 
     @field_validator("jwt_algorithms", mode="before")
     @classmethod
@@ -110,24 +121,6 @@ class TokenSettings(BaseSettings):
             raise ValueError("JWT_JWKS_URL must be an https:// URL (http:// only on loopback)")
         return value
 
-    @model_validator(mode="after")
-    def _jwks_needs(self) -> Self:
-        if self.jwt_jwks_url is None:
-            return self
-        if self.jwt_secret is not None or self.jwt_secret_file is not None:
-            raise ValueError("JWT_JWKS_URL and JWT_SECRET (or JWT_SECRET_FILE): set one of them")
-        if not self.jwt_issuer or not self.jwt_audience:
-            raise ValueError(
-                "JWT_JWKS_URL needs JWT_ISSUER and JWT_AUDIENCE: the provider signs tokens "
-                "for other applications too"
-            )
-        if self.author_id_key is None or len(self.author_id_key.encode()) < SECRET_MIN_BYTES:
-            raise ValueError(
-                f"JWT_JWKS_URL needs AUTHOR_ID_KEY of at least {SECRET_MIN_BYTES} bytes (the "
-                "public author ids' key; see the README to keep the ids a JWT_SECRET gave)"
-            )
-        return self
-
     @property
     def claim_map(self) -> ClaimMap:
         return ClaimMap(
@@ -149,16 +142,81 @@ class TokenSettings(BaseSettings):
             max_age=self.jwt_jwks_max_age,
         )
 
-    @field_validator("jwt_secret")
+    @field_validator(*SECRETS)
     @classmethod
-    def _long_enough(cls, value: str | None) -> str | None:
-        # RFC 7518: an HS256 key should have at least 256 bits.
+    def _long_enough(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # RFC 7518: an HS256 key should have at least 256 bits; the ids' key as much.
+        variable = str(info.field_name).upper()
         if value is not None and len(value.encode()) < SECRET_MIN_BYTES:
-            raise ValueError("JWT_SECRET must be at least 32 bytes")
+            raise ValueError(f"{variable} must be at least {SECRET_MIN_BYTES} bytes")
+        if value is not None and info.field_name == "author_id_key":
+            _check_author_id_key(variable, value)
         return value
 
     @model_validator(mode="after")
-    def _secret_from_file(self) -> Self:
-        if self.jwt_secret is None and self.jwt_secret_file is not None:
-            self.jwt_secret = secret_from_file(self.jwt_secret_file)
+    def _jwks_needs(self) -> Self:
+        if self.jwt_jwks_url is None:
+            return self
+        # Before any file is read (or made): what is given, in the environment or a file.
+        given = {name for name in SECRETS if self._given(name)}
+        if given & {"jwt_secret", "jwt_previous_secret"}:
+            raise ValueError(
+                "JWT_JWKS_URL and JWT_SECRET (or JWT_PREVIOUS_SECRET, or their _FILE): "
+                "set one of them"
+            )
+        if not self.jwt_issuer or not self.jwt_audience:
+            raise ValueError(
+                "JWT_JWKS_URL needs JWT_ISSUER and JWT_AUDIENCE: the provider signs tokens "
+                "for other applications too"
+            )
+        if "author_id_key" not in given:
+            raise ValueError(
+                "JWT_JWKS_URL needs AUTHOR_ID_KEY (the public author ids' key; see "
+                "docs/sign-in.md to keep the ids a JWT_SECRET gave)"
+            )
         return self
+
+    def _given(self, name: str) -> bool:
+        return getattr(self, name) is not None or getattr(self, f"{name}_file") is not None
+
+    @model_validator(mode="after")
+    def _secrets_from_files(self) -> Self:
+        # Read once, here: the settings hold the secrets from then on (worker processes get
+        # them from the parent), and a file that cannot serve stops the start.
+        for name in SECRETS:
+            path: Path | None = getattr(self, f"{name}_file")
+            if path is None:
+                continue
+            variable = name.upper()
+            if getattr(self, name) is not None:
+                # Which one would win is a guess nobody should have to make.
+                raise ValueError(f"{variable} and {variable}_FILE: set one of them")
+            create = name == "jwt_secret" and self._makes_secret_files()
+            value = secret_from_file(path, create=create, name=f"{variable}_FILE")
+            if name == "author_id_key":
+                _check_author_id_key(f"{variable}_FILE: {path}", value)
+            setattr(self, name, value)
+        if self.jwt_previous_secret is not None and self.jwt_secret is None:
+            raise ValueError(
+                "JWT_PREVIOUS_SECRET needs JWT_SECRET (or JWT_SECRET_FILE): the secret new "
+                "tokens are signed with"
+            )
+        if self.jwt_previous_secret is not None and self.author_id_key is None:
+            raise ValueError(
+                "JWT_PREVIOUS_SECRET needs AUTHOR_ID_KEY: without it the public author ids "
+                "follow JWT_SECRET and change with it (before the rotation, `comments "
+                "author-id-key` prints the key that keeps them; see docs/deployment.md)"
+            )
+        return self
+
+    def _makes_secret_files(self) -> bool:
+        """Whether a missing JWT_SECRET_FILE is made: never for `comments token` and the
+        other commands, only by the server in development (``Settings`` says)."""
+        return False
+
+
+def _check_author_id_key(where: str, value: str) -> None:
+    try:
+        configured_key(value)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None

@@ -18,6 +18,7 @@ from server.settings import DEV_CORS_ORIGINS, Settings
 from storage.engine.table import TableRef
 from testing.live_server import live_server
 from tests.api_helpers import SECRET
+from tests.deploy.dockerfile import image_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,6 +60,13 @@ def test_a_local_frontend_may_call_the_api() -> None:
     # The same as `comments serve` allows in development, by either loopback name.
     assert parsed.cors_origins == list(DEV_CORS_ORIGINS)
     assert {"http://127.0.0.1:5173", "http://localhost:5173"} <= set(parsed.cors_origins)
+
+
+def test_compose_runs_the_production_image_in_development_by_choice() -> None:
+    # The image defaults to production; compose, for a developer's machine, says otherwise
+    # (its environment wins over the image's ENV), and so keeps GraphiQL and the dev token.
+    assert image_environment()["PRODUCTION"] == "true"
+    assert compose()["services"]["api"]["environment"]["PRODUCTION"] == "false"
 
 
 def test_compose_carries_no_secret_and_makes_one_per_volume() -> None:

@@ -22,7 +22,10 @@ def test_cli_verify_and_create_table(engine: LocalEngine, capsys: object) -> Non
     assert cli_main(["create-table", *args]) == 0
     assert cli_main(["create-table", *args]) == 0
     assert cli_main(["verify-stats", *args]) == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    out, err = capsys.readouterr()  # type: ignore[attr-defined]
+    # Its progress, in a log (stderr is not a terminal here): whole lines.
+    assert "\r" not in err
+    assert err.splitlines()[-1].startswith("scanned ")
     assert "created" in out
     assert "already exists" in out
     assert "all counters and leaderboard entries are exact" in out

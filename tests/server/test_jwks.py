@@ -624,7 +624,7 @@ def test_jwks_settings_are_accepted_in_production(environment: pytest.MonkeyPatc
         ({"jwt_issuer": None}, "JWT_ISSUER and JWT_AUDIENCE"),
         ({"jwt_audience": None}, "JWT_ISSUER and JWT_AUDIENCE"),
         ({"author_id_key": None}, "AUTHOR_ID_KEY"),
-        ({"author_id_key": "short"}, "AUTHOR_ID_KEY of at least 32 bytes"),
+        ({"author_id_key": "short"}, "AUTHOR_ID_KEY must be at least 32 bytes"),
         ({"jwt_secret": OLD_SECRET}, "set one of them"),
         ({"jwt_jwks_url": "http://login.shop.example/jwks"}, "https://"),
         ({"jwt_jwks_url": "http://localhost.evil.example/jwks"}, "https://"),

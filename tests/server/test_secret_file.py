@@ -77,20 +77,18 @@ def test_the_file_is_a_secret_for_a_real_endpoint(
     settings = Settings()
     assert settings.jwt_secret == path.read_text().strip()
     assert Settings().jwt_secret == settings.jwt_secret
-    # JWT_SECRET, when set, wins, and no file is made.
-    other = tmp_path / "unused"
-    assert Settings(jwt_secret=SECRET, jwt_secret_file=other).jwt_secret == SECRET
-    assert not other.exists()
 
 
 def test_the_token_command_signs_with_the_files_secret(
     environment: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # `docker compose exec api .venv/bin/comments token ann` mints what the server accepts.
+    # `docker compose exec api .venv/bin/comments token ann` mints what the server accepts,
+    # from the file the server made.
     path = tmp_path / "jwt-secret"
     environment.setenv("JWT_SECRET_FILE", str(path))
-    served = TokenSettings().jwt_secret
+    served = Settings().jwt_secret
     assert served is not None
+    assert TokenSettings().jwt_secret == served
     assert main(["token", "ann", "--moderator"]) == 0
     token = capsys.readouterr().out.strip()
     claims = jwt.decode(token, served, algorithms=["HS256"])
@@ -104,9 +102,105 @@ def test_production_reads_a_secret_file_but_never_makes_one(
     path = tmp_path / "jwt-secret"
     environment.setenv("DYNAMODB_ENDPOINT_URL", "http://dynamodb:8000")
     environment.setenv("PRODUCTION", "true")
+    environment.setenv("AUTHOR_ID_KEY", AUTHOR_ID_KEY)
     environment.setenv("JWT_SECRET_FILE", str(path))
     with pytest.raises(ValidationError, match="does not exist"):
         Settings()
     assert not path.exists()
     path.write_text(SECRET)
     assert Settings().jwt_secret == SECRET
+
+
+# --- every secret setting, from the environment or a file ------------------------------
+
+NEW_SECRET = "the-secret-after-the-rotation-" + "0123456789abcdef" * 2
+AUTHOR_ID_KEY = "the-key-of-the-public-author-ids-" + "0123456789abcdef" * 2
+# What each secret needs beside it (a previous secret needs a current one and the ids' key).
+BESIDE = {"JWT_SECRET": NEW_SECRET, "AUTHOR_ID_KEY": AUTHOR_ID_KEY}
+SECRETS = ["JWT_SECRET", "JWT_PREVIOUS_SECRET", "AUTHOR_ID_KEY"]
+
+
+def _beside(environment: pytest.MonkeyPatch, name: str) -> None:
+    environment.setenv("DYNAMODB_ENDPOINT_URL", "http://dynamodb:8000")
+    for other, value in BESIDE.items():
+        environment.setenv(other, value)
+    environment.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("name", SECRETS)
+def test_every_secret_may_be_kept_in_a_file(
+    environment: pytest.MonkeyPatch, tmp_path: Path, name: str
+) -> None:
+    _beside(environment, name)
+    path = tmp_path / name.lower()
+    path.write_text(f"{SECRET}\n")
+    environment.setenv(f"{name}_FILE", str(path))
+    settings = Settings()
+    assert getattr(settings, name.lower()) == SECRET
+    # Read once, at start: the settings hold the secret, and never show it.
+    path.unlink()
+    assert getattr(settings.model_copy(), name.lower()) == SECRET
+    assert SECRET not in repr(settings)
+    assert SECRET not in str(settings)
+
+
+@pytest.mark.parametrize("name", SECRETS)
+def test_a_secret_and_its_file_at_once_are_refused(
+    environment: pytest.MonkeyPatch, tmp_path: Path, name: str
+) -> None:
+    # Which one would win is a guess nobody should have to make.
+    _beside(environment, name)
+    path = tmp_path / name.lower()
+    path.write_text(SECRET)
+    environment.setenv(name, SECRET)
+    environment.setenv(f"{name}_FILE", str(path))
+    with pytest.raises(ValidationError, match=f"{name} and {name}_FILE: set one of them"):
+        Settings()
+
+
+@pytest.mark.parametrize("name", SECRETS)
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "does not exist"),
+        (b"", "cannot read"),
+        (b"short\n", "holds less than 32 bytes"),
+        (b"\xff" * 40, "not UTF-8 text"),
+    ],
+    ids=["missing", "folder", "short", "not-text"],
+)
+def test_a_secret_file_that_cannot_serve_is_one_line_naming_it(
+    environment: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    content: bytes | None,
+    reason: str,
+) -> None:
+    _beside(environment, name)
+    path = tmp_path / name.lower()
+    if content == b"":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    environment.setenv(f"{name}_FILE", str(path))
+    # `comments token` reads the secrets as the server does, and makes none.
+    assert main(["token", "ann"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {name}_FILE: ")
+    assert reason in err
+    assert err.count("\n") == 1
+    assert content is not None or not path.exists()
+
+
+def test_production_never_makes_a_file_for_any_secret(
+    environment: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    environment.setenv("PRODUCTION", "true")
+    for name in SECRETS:
+        _beside(environment, name)
+        environment.setenv(f"{name}_FILE", str(tmp_path / name.lower()))
+        with pytest.raises(ValidationError, match=f"{name}_FILE: .* does not exist"):
+            Settings()
+        environment.delenv(f"{name}_FILE")
+    assert list(tmp_path.iterdir()) == []

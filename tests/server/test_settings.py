@@ -93,19 +93,34 @@ def test_the_embedded_engine_runs_without_a_secret(environment: pytest.MonkeyPat
     [
         ({"DYNAMODB_ENDPOINT_URL": "http://127.0.0.1:9"}, f"error: {NO_SECRET} "),
         ({"JWT_SECRET": "short-but-secret"}, "error: JWT_SECRET must be at least 32 bytes"),
+        # Each of these used to start (or die with a traceback once started).
+        ({"METRICS": "port", "METRICS_HOST": "not a host!"}, "error: METRICS_HOST is neither"),
+        ({"METRICS": "port", "METRICS_HOST": "192.0.2.1"}, "error: METRICS_HOST is not an"),
+        ({"AWS_REGION": ""}, "error: AWS_REGION must be a region name"),
+        ({"CORS_ORIGINS": "*"}, "error: CORS_ORIGINS: * would let every website"),
+        ({"CORS_ORIGINS": "https://shop.example/"}, "error: CORS_ORIGINS must be origins"),
         (
             {"SHUTDOWN_TIMEOUT_SECONDS": "0"},
             "error: SHUTDOWN_TIMEOUT_SECONDS: Input should be greater than 0\n",
         ),
     ],
-    ids=["endpoint-without-secret", "short-secret", "no-drain-timeout"],
+    ids=[
+        "endpoint-without-secret",
+        "short-secret",
+        "metrics-host-no-name",
+        "metrics-host-elsewhere",
+        "empty-region",
+        "cors-any-origin",
+        "cors-not-an-origin",
+        "no-drain-timeout",
+    ],
 )
 def test_serve_refuses_a_bad_configuration_before_it_starts(
     variables: dict[str, str], expected: str
 ) -> None:
     # A real process: were the configuration accepted, it would serve until the timeout.
     env = {k: v for k, v in os.environ.items() if k.lower() not in Settings.model_fields}
-    env |= {"PORT": "0", "AUTHOR_ID_KEY": "author-key-never-printed", **variables}
+    env |= {"PORT": "0", "AUTHOR_ID_KEY": "author-key-never-printed-" + "x" * 16, **variables}
     done = subprocess.run(
         [sys.executable, "-m", "server", "serve"],
         cwd=ROOT,
@@ -119,6 +134,76 @@ def test_serve_refuses_a_bad_configuration_before_it_starts(
     assert done.stderr.startswith(expected), done.stderr
     assert "author-key-never-printed" not in done.stderr
     assert "short-but-secret" not in done.stderr
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "localhost"])
+def test_metrics_listen_where_this_machine_can(environment: pytest.MonkeyPatch, host: str) -> None:
+    assert Settings(metrics="port", metrics_host=host).metrics_host == host
+
+
+def test_a_metrics_host_matters_only_to_a_listener_of_its_own(
+    environment: pytest.MonkeyPatch,
+) -> None:
+    # METRICS=on serves them on the server's port: METRICS_HOST is not listened on.
+    assert Settings(metrics="on", metrics_host="192.0.2.1").metrics_mode == "on"
+
+
+@pytest.mark.parametrize("region", ["eu-west-1", "us-gov-west-1", "cn-north-1", "local"])
+def test_regions_are_names(environment: pytest.MonkeyPatch, region: str) -> None:
+    assert Settings(aws_region=region).aws_region == region
+
+
+@pytest.mark.parametrize("region", ["", " ", "eu west 1", "EU-WEST-1", "eu-west-1/"])
+def test_a_region_that_is_no_name_is_refused(environment: pytest.MonkeyPatch, region: str) -> None:
+    with pytest.raises(ValidationError, match="AWS_REGION must be a region name"):
+        Settings(aws_region=region)
+
+
+@pytest.mark.parametrize(
+    ("given", "origins"),
+    [
+        ("https://shop.example", ["https://shop.example"]),
+        (
+            "https://Shop.Example, http://localhost:3000,https://[::1]:8443",
+            ["https://shop.example", "http://localhost:3000", "https://[::1]:8443"],
+        ),
+        ("", []),
+    ],
+)
+def test_cors_origins_are_origins(
+    environment: pytest.MonkeyPatch, given: str, origins: list[str]
+) -> None:
+    # As browsers send them in Origin: lower case, which is how they are compared.
+    environment.setenv("CORS_ORIGINS", given)
+    assert Settings().cors_origins == origins
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "https://shop.example/",
+        "shop.example",
+        "https://shop.example/app",
+        "null",
+        "ftp://x.example",
+    ],
+)
+def test_what_no_browser_sends_as_an_origin_is_refused(
+    environment: pytest.MonkeyPatch, given: str
+) -> None:
+    # It would never match, and browsers would be refused without a word.
+    environment.setenv("CORS_ORIGINS", f"https://www.shop.example,{given}")
+    with pytest.raises(ValidationError, match="CORS_ORIGINS must be origins"):
+        Settings()
+
+
+def test_every_origin_is_refused_in_development_too(environment: pytest.MonkeyPatch) -> None:
+    # Not only in production: in development GraphiQL's page on loopback carries the dev
+    # tokens, which any website could then read from a developer's browser.
+    for given in ("*", "https://shop.example,*"):
+        environment.setenv("CORS_ORIGINS", given)
+        with pytest.raises(ValidationError, match="every website"):
+            Settings()
 
 
 def test_table_commands_read_the_storage_settings_and_options_win(

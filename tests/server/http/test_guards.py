@@ -14,7 +14,7 @@ import socket
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -41,19 +41,25 @@ async def prod(table: TableRef) -> AsyncIterator[Api]:
 
 def test_production_refuses_an_unsafe_configuration() -> None:
     with pytest.raises(ValidationError, match="DYNAMODB_ENDPOINT_URL"):
-        Settings(production=True, jwt_secret=SECRET)
+        Settings(production=True, jwt_secret=SECRET, author_id_key=SECRET)
     with pytest.raises(ValidationError, match="JWT_SECRET"):
         Settings(production=True, dynamodb_endpoint_url="http://db.internal:8000")
+    with pytest.raises(ValidationError, match="AUTHOR_ID_KEY"):
+        Settings(production=True, dynamodb_endpoint_url="http://db:8000", jwt_secret=SECRET)
 
 
 def test_production_defaults_and_explicit_overrides() -> None:
-    base = Settings(production=True, dynamodb_endpoint_url="http://db:8000", jwt_secret=SECRET)
+    production: dict[str, Any] = {
+        "production": True,
+        "dynamodb_endpoint_url": "http://db:8000",
+        "jwt_secret": SECRET,
+        "author_id_key": SECRET,
+    }
+    base = Settings(**production)
     assert (base.graphiql_on, base.introspection_on, base.suggestions_on) == (False,) * 3
     dev = Settings()
     assert (dev.graphiql_on, dev.introspection_on, dev.suggestions_on) == (True,) * 3
-    chosen = Settings(
-        production=True, dynamodb_endpoint_url="http://db:8000", jwt_secret=SECRET, graphiql=True
-    )
+    chosen = Settings(**production, graphiql=True)
     assert chosen.graphiql_on
     assert not chosen.introspection_on
 

@@ -43,6 +43,7 @@ def settings(table: TableRef, **overrides: Any) -> Settings:
         dynamodb_endpoint_url="http://unused.invalid",
         dynamodb_table=table.name,
         jwt_secret=SECRET,
+        author_id_key=SECRET,
         gc_freeze=False,
         **overrides,
     )
@@ -223,7 +224,11 @@ async def test_production_keeps_metrics_off_the_public_port(table: TableRef) -> 
 
 
 def test_metrics_settings() -> None:
-    endpoint: dict[str, Any] = {"dynamodb_endpoint_url": "http://db.invalid", "jwt_secret": SECRET}
+    endpoint: dict[str, Any] = {
+        "dynamodb_endpoint_url": "http://db.invalid",
+        "jwt_secret": SECRET,
+        "author_id_key": SECRET,
+    }
     assert Settings(**endpoint).metrics_mode == "on"
     assert Settings(production=True, **endpoint).metrics_mode == "port"
     assert Settings(production=True, metrics="off", **endpoint).metrics_mode == "off"

@@ -569,6 +569,7 @@ def test_the_import_command(engine: LocalEngine, tmp_path: Path, capsys: Any) ->
     assert "line 3: not JSON" in err
     assert "line 7: rating must be an integer from 1 to 5" in err
     assert "importing [" in err  # the progress bar, on stderr only
+    assert "\r" not in err  # whole lines, as stderr is no terminal here
     assert "7/7" in err
     assert "importing" not in out
 
