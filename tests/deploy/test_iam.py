@@ -302,16 +302,26 @@ def test_production_never_creates_its_table(monkeypatch: pytest.MonkeyPatch) -> 
 
     from server.settings import Settings
 
-    for name in ("PRODUCTION", "CREATE_TABLE", "DYNAMODB_ENDPOINT_URL", "JWT_SECRET"):
+    for name in (
+        "PRODUCTION",
+        "CREATE_TABLE",
+        "DYNAMODB_ENDPOINT_URL",
+        "JWT_SECRET",
+        "AUTHOR_ID_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)
     endpoint = "http://dynamodb:8000"
     with pytest.raises(ValidationError, match="CREATE_TABLE=true"):
         Settings(
-            production=True, create_table=True, dynamodb_endpoint_url=endpoint, jwt_secret=SECRET
+            production=True,
+            create_table=True,
+            dynamodb_endpoint_url=endpoint,
+            jwt_secret=SECRET,
+            author_id_key=SECRET,
         )
     assert not Settings(
-        production=True, dynamodb_endpoint_url=endpoint, jwt_secret=SECRET
+        production=True, dynamodb_endpoint_url=endpoint, jwt_secret=SECRET, author_id_key=SECRET
     ).creates_table
     assert Settings(
-        create_table=True, dynamodb_endpoint_url=endpoint, jwt_secret=SECRET
+        create_table=True, dynamodb_endpoint_url=endpoint, jwt_secret=SECRET, author_id_key=SECRET
     ).creates_table

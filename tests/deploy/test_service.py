@@ -45,9 +45,19 @@ def _container(template: dict[str, Any], task: str) -> dict[str, Any]:
     return container
 
 
+def _secrets(container: dict[str, Any]) -> list[dict[str, Any]]:
+    """The secrets, those a condition adds (``Fn::If``, the rotation's) included."""
+    found = []
+    for entry in container.get("Secrets", []):
+        if "Fn::If" in entry:
+            entry = entry["Fn::If"][1]
+        found.append(entry)
+    return found
+
+
 def _variables(container: dict[str, Any]) -> set[str]:
     named = [v["Name"] for v in container.get("Environment", [])]
-    named += [s["Name"] for s in container.get("Secrets", [])]
+    named += [s["Name"] for s in _secrets(container)]
     assert len(named) == len(set(named)), "a variable is set twice"
     return set(named)
 
@@ -68,8 +78,8 @@ def test_the_serving_task_has_what_production_needs(template: dict[str, Any]) ->
     environment = {v["Name"]: v["Value"] for v in api["Environment"]}
     assert environment["PRODUCTION"] == "true"
     # The secrets come from Secrets Manager, never as plain values in the task definition.
-    secrets = {s["Name"] for s in api["Secrets"]}
-    assert secrets == {"JWT_SECRET", "AUTHOR_ID_KEY"}
+    secrets = {s["Name"] for s in _secrets(api)}
+    assert secrets == {"JWT_SECRET", "AUTHOR_ID_KEY", "JWT_PREVIOUS_SECRET"}
     assert not secrets & set(environment)
     # The values the settings would refuse are refused here too: the environment as a
     # production task gets it (parameters and secrets filled in) makes valid settings.
@@ -87,6 +97,7 @@ def test_the_serving_task_has_what_production_needs(template: dict[str, Any]) ->
         SHUTDOWN_DELAY_SECONDS="15",
         JWT_SECRET="s" * 40,
         AUTHOR_ID_KEY="k" * 40,
+        JWT_PREVIOUS_SECRET="p" * 40,
     )
     settings = Settings.model_validate({name.lower(): value for name, value in filled.items()})
     assert settings.production
