@@ -173,6 +173,21 @@ def test_the_policy_grants_exactly_what_the_code_calls(role: str) -> None:
     assert not grants - calls, f"{role} grants {sorted(grants - calls)}, which nothing calls"
 
 
+def test_no_engine_call_is_made_by_a_name_built_at_run_time() -> None:
+    # getattr(client, name)(...) would hide a call from the derivation.
+    hidden = [
+        f"{module}:{node.lineno}"
+        for module, path in SOURCES.items()
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and node.args
+        and ast.unparse(node.args[0]).endswith("client")
+    ]
+    assert hidden == []
+
+
 def test_the_derivation_sees_the_calls_the_issue_named() -> None:
     # Deletes, moderation and vote withdrawal delete inside transactions; every serving
     # process follows the stream; the health check reads an item. None of these was in the
