@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
+import pytest
 from botocore.exceptions import ClientError
 
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient, Response
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.retry import Backoff
@@ -277,3 +279,21 @@ class LoopHarness:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
         self.loop.close()
+
+
+def own_engine_fixtures() -> tuple[Any, Any]:
+    """Module-scoped ``engine`` and ``client`` fixtures: a DynamoDB Local of the module's own,
+    for modules that must not share the session's (``tests/storage/ops/test_migrate.py``
+    says why). Assign them at module level: ``engine, client = own_engine_fixtures()``."""
+
+    @pytest.fixture(scope="module", name="engine")
+    def engine_fixture() -> Iterator[LocalEngine]:
+        with LocalEngine() as running:
+            yield running
+
+    @pytest.fixture(scope="module", name="client")
+    async def client_fixture(engine: LocalEngine) -> AsyncIterator[DynamoClient]:
+        async with open_client(ClientSettings(endpoint_url=engine.endpoint_url)) as opened:
+            yield opened
+
+    return engine_fixture, client_fixture

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -25,7 +24,6 @@ from server.cli import main as cli_main
 from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient, Item, Response
-from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
 from storage.model import keys, rules
@@ -49,7 +47,7 @@ from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.votes import vote_helpful
-from tests.helpers import FAST, oracle, own_product_id
+from tests.helpers import FAST, oracle, own_engine_fixtures, own_product_id
 
 pytestmark = pytest.mark.engine
 
@@ -59,17 +57,8 @@ BUILD_WAIT = 120.0
 POLL = 0.05
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[LocalEngine]:
-    """This module's own DynamoDB Local (see the module docstring for why)."""
-    with LocalEngine() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def client(engine: LocalEngine) -> AsyncIterator[DynamoClient]:
-    async with open_client(ClientSettings(endpoint_url=engine.endpoint_url)) as opened:
-        yield opened
+# This module's own DynamoDB Local (see the module docstring for why).
+engine, client = own_engine_fixtures()
 
 
 # The previous version's create-table, written out as it was (storage/model/indexes.py before the

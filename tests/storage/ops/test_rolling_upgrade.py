@@ -21,15 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageError, StorageUnavailable
 from storage.base.types import DynamoClient
-from storage.engine.client import ClientSettings, open_client
 from storage.engine.layout_check import FencedWrites, LayoutGate, ProcessId, check_layout
 from storage.engine.table import TableRef
 from storage.model import keys
@@ -41,27 +38,17 @@ from storage.ops.migrate import migrate
 from storage.ops.verify import scan_pages, verify
 from storage.reads.reader import get_counts, list_comments
 from storage.writes import create_comment
-from tests.helpers import FAST, own_product_id
-from tests.storage.ops.test_migrate import previous_definition
+from tests.helpers import FAST, own_engine_fixtures, own_product_id
+
+# The module's own engine and client (module-scoped fixtures: this module gets its own).
+from tests.storage.ops.test_migrate import BUILD_WAIT, POLL, previous_definition
 
 pytestmark = pytest.mark.engine
 
+engine, client = own_engine_fixtures()
+
 LEASE = 2.0
 MARGIN = 0.2  # the clock margin: one engine, one clock here
-BUILD_WAIT = 120.0
-POLL = 0.05
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[LocalEngine]:
-    with LocalEngine() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-async def client(engine: LocalEngine) -> AsyncIterator[DynamoClient]:
-    async with open_client(ClientSettings(endpoint_url=engine.endpoint_url)) as opened:
-        yield opened
 
 
 @dataclass
