@@ -5,7 +5,6 @@ the production posture keeps /metrics off the public port."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -349,35 +348,3 @@ def test_metrics_settings() -> None:
     with pytest.raises(ValueError, match="METRICS_PORT must differ from PORT"):
         Settings(production=True, port=9464, **endpoint)
     assert Settings(metrics="on", port=9464, **endpoint).metrics_mode == "on"
-
-
-def _promql_of_the_manual() -> list[str]:
-    """The queries of the promql blocks of the manual's metrics page (docs/operations.md),
-    one per paragraph, comments left out."""
-    page = (ROOT / "docs" / "operations.md").read_text()
-    blocks = re.findall(r"```promql\n(.*?)```", page, flags=re.DOTALL)
-    queries = []
-    for block in blocks:
-        for paragraph in block.split("\n\n"):
-            lines = [line for line in paragraph.splitlines() if not line.startswith("#")]
-            if lines:
-                queries.append("\n".join(lines))
-    return queries
-
-
-async def test_the_dashboard_and_the_manual_query_only_metrics_the_server_exports(
-    table: TableRef,
-) -> None:
-    async with serving(table) as http:
-        await http.post("/graphql", json={"query": STATS})
-        await http.post("/graphql", json={"query": "{"})
-        exported = {name for name, _ in await scrape(http)}
-    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
-    queries = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-    manual = _promql_of_the_manual()
-    assert len(queries) >= 10
-    assert len(manual) >= 8
-    for query in queries + manual:
-        used = set(METRIC_NAME.findall(query))
-        assert used, query
-        assert used <= exported, (query, used - exported)
