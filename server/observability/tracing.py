@@ -6,7 +6,8 @@ child span per storage call (``TracedClient``), with the DynamoDB operation, the
 index, the items read and the capacity consumed. Spans leave in batches over OTLP
 (http/protobuf); the exporter reads the standard ``OTEL_EXPORTER_OTLP_*`` variables, the
 sampler ``OTEL_TRACES_SAMPLER``, and the resource ``OTEL_SERVICE_NAME`` and
-``OTEL_RESOURCE_ATTRIBUTES``.
+``OTEL_RESOURCE_ATTRIBUTES``. While a sampled request runs, its trace and span ids are the
+log lines' (``server.observability.logs.TRACE``).
 
 Off, this module is not even imported (``server.http.app`` imports it only when the variable is
 set), and a request pays one check.
@@ -26,6 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from starlette.types import Scope
 
+from server.observability.logs import TRACE
 from storage.base.types import DynamoClient, Response
 from storage.engine.metering import Meter, call_figures
 from storage.engine.wrapping import ClientWrapper
@@ -80,12 +82,19 @@ class Tracing:
             attributes={"http.request.method": method, "url.path": path},
         )
         token = context.attach(trace.set_span_in_context(span, parent))
+        ids = span.get_span_context()
+        logged = TRACE.set(
+            (format(ids.trace_id, "032x"), format(ids.span_id, "016x"))
+            if ids.trace_flags.sampled
+            else None
+        )
         try:
             yield span
         except BaseException as exc:
             span.record_exception(exc)
             raise
         finally:
+            TRACE.reset(logged)
             context.detach(token)
             span.end()
 

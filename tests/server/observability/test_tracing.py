@@ -1,17 +1,24 @@
-"""Traces: a span per request continuing the caller's trace, a child span per storage call."""
+"""Traces: a span per request continuing the caller's trace, a child span per storage call;
+the request's log lines carry its trace."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import io
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import httpx
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanKind
 
 from server.http.app import create_app
+from server.observability.logs import JsonFormatter
 from server.observability.tracing import Tracing
 from server.settings import Settings
 from storage.engine.table import TableRef
@@ -24,9 +31,12 @@ PAGE = """query ProductPage {
 
 
 @asynccontextmanager
-async def traced(table: TableRef) -> AsyncIterator[tuple[httpx.AsyncClient, InMemorySpanExporter]]:
+async def traced(
+    table: TableRef, **overrides: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, InMemorySpanExporter]]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    # The caller's decision, else every request.
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_ON))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     settings = Settings(
         dynamodb_endpoint_url="http://unused.invalid",
@@ -34,6 +44,7 @@ async def traced(table: TableRef) -> AsyncIterator[tuple[httpx.AsyncClient, InMe
         jwt_secret=SECRET,
         gc_freeze=False,
         metrics="off",
+        **overrides,
     )
     app = create_app(settings, client=table.client, tracing=Tracing(provider))
     async with (
@@ -111,3 +122,51 @@ def test_tracing_is_off_without_an_endpoint() -> None:
     assert not Settings(jwt_secret=SECRET).tracing_on
     assert not Settings(jwt_secret=SECRET, otel_exporter_otlp_endpoint="").tracing_on
     assert Settings(jwt_secret=SECRET, otel_exporter_otlp_endpoint="http://c:4318").tracing_on
+
+
+@contextmanager
+def request_lines() -> Iterator[io.StringIO]:
+    """The request lines (comments.requests) as LOG_FORMAT=json writes them."""
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("comments.requests")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield written
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+async def test_a_sampled_requests_log_lines_carry_its_trace(table: TableRef) -> None:
+    json_lines = {"log_format": "json", "access_log": True}
+    with request_lines() as written:
+        async with traced(table, **json_lines) as (http, exporter):
+            sampled = await http.post(
+                "/graphql",
+                json={"query": PAGE},
+                headers={"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"},
+            )
+            # The caller decided against tracing it: no span, and no trace to lead to.
+            unsampled = await http.post(
+                "/graphql",
+                json={"query": PAGE},
+                headers={"traceparent": f"00-{'5' * 32}-{PARENT_ID}-00"},
+            )
+            spans = _server_spans(exporter.get_finished_spans())
+    lines = {
+        entry["request_id"]: entry
+        for entry in map(json.loads, written.getvalue().splitlines())
+        if entry["message"] == "request"
+    }
+    [span] = spans
+    assert span.context is not None
+    line = lines[sampled.headers["x-request-id"]]
+    assert line["trace_id"] == TRACE_ID
+    assert line["span_id"] == format(span.context.span_id, "016x")
+    quiet = lines[unsampled.headers["x-request-id"]]
+    assert "trace_id" not in quiet
+    assert "span_id" not in quiet
