@@ -592,9 +592,9 @@ def create_app(
     if settings.metrics_mode != "off":
         metrics = Metrics(max_operations=settings.metrics_operations)
     if tracing is None and settings.tracing_on:
-        from server.observability.tracing import Tracing
+        from server.observability.tracing import Tracing, sampler
 
-        tracing = Tracing.otlp(settings.otel_service_name)
+        tracing = Tracing.otlp(settings.otel_service_name, sampler(*settings.traces_sampler))
     observed = metrics is not None or tracing is not None or settings.request_lines
     # Outermost first. Every refusal is made inside RequestId and CORS, so a browser can
     # read it and a client can quote its id.

@@ -1,5 +1,6 @@
 """Traces: a span per request continuing the caller's trace, a child span per storage call;
-the request's log lines carry its trace."""
+the request's log lines carry its trace; a ratio sampler, checked at start like every
+setting."""
 
 from __future__ import annotations
 
@@ -11,15 +12,24 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    TraceIdRatioBased,
+)
 from opentelemetry.trace import SpanKind
+from pydantic import ValidationError
 
+from server.cli import main
 from server.http.app import create_app
 from server.observability.logs import JsonFormatter
-from server.observability.tracing import Tracing
+from server.observability.tracing import Tracing, sampler
 from server.settings import Settings
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
@@ -35,8 +45,8 @@ async def traced(
     table: TableRef, **overrides: Any
 ) -> AsyncIterator[tuple[httpx.AsyncClient, InMemorySpanExporter]]:
     exporter = InMemorySpanExporter()
-    # The caller's decision, else every request.
-    provider = TracerProvider(sampler=ParentBased(ALWAYS_ON))
+    # As the server samples in development: the caller's decision, else every request.
+    provider = TracerProvider(sampler=sampler("parentbased_traceidratio", 1.0))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     settings = Settings(
         dynamodb_endpoint_url="http://unused.invalid",
@@ -170,3 +180,69 @@ async def test_a_sampled_requests_log_lines_carry_its_trace(table: TableRef) -> 
     quiet = lines[unsampled.headers["x-request-id"]]
     assert "trace_id" not in quiet
     assert "span_id" not in quiet
+
+
+def _described(chosen: Sampler) -> str:
+    return chosen.get_description()
+
+
+def test_a_ratio_sampler_follows_the_caller_and_samples_the_rest_at_its_ratio() -> None:
+    assert _described(sampler("parentbased_traceidratio", 0.1)) == _described(
+        ParentBased(TraceIdRatioBased(0.1))
+    )
+    assert _described(sampler("traceidratio", 0.25)) == _described(TraceIdRatioBased(0.25))
+    assert sampler("always_off", 1.0) is ALWAYS_OFF
+    assert _described(sampler("parentbased_always_on", 1.0)) == _described(ParentBased(ALWAYS_ON))
+
+
+def test_production_samples_a_tenth_and_development_every_request() -> None:
+    production: dict[str, Any] = {
+        "production": True,
+        "dynamodb_endpoint_url": "http://db:8000",
+        "author_id_key": SECRET,
+    }
+    assert Settings(jwt_secret=SECRET).traces_sampler == ("parentbased_traceidratio", 1.0)
+    assert Settings(jwt_secret=SECRET, **production).traces_sampler == (
+        "parentbased_traceidratio",
+        0.1,
+    )
+    assert Settings(
+        jwt_secret=SECRET, otel_traces_sampler_arg=0.5, **production
+    ).traces_sampler == ("parentbased_traceidratio", 0.5)
+    assert Settings(jwt_secret=SECRET, otel_traces_sampler="always_on").traces_sampler[0] == (
+        "always_on"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variables", "problem"),
+    [
+        ({"OTEL_TRACES_SAMPLER": "sometimes"}, "error: OTEL_TRACES_SAMPLER: Input should be "),
+        ({"OTEL_TRACES_SAMPLER_ARG": "1.5"}, "error: OTEL_TRACES_SAMPLER_ARG: Input should be "),
+        (
+            {"OTEL_TRACES_SAMPLER_ARG": "a tenth"},
+            "error: OTEL_TRACES_SAMPLER_ARG: Input should be ",
+        ),
+        (
+            {"OTEL_TRACES_SAMPLER": "always_on", "OTEL_TRACES_SAMPLER_ARG": "0.5"},
+            "error: OTEL_TRACES_SAMPLER_ARG is a ratio: OTEL_TRACES_SAMPLER=always_on takes none",
+        ),
+    ],
+    ids=["unknown-sampler", "ratio-over-one", "ratio-not-a-number", "ratio-without-ratio-sampler"],
+)
+def test_serve_refuses_a_sampler_it_cannot_use_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variables: dict[str, str],
+    problem: str,
+) -> None:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(problem), err
+    assert err.count("\n") == 1, err
+    with pytest.raises(ValidationError):
+        Settings()
