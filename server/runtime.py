@@ -53,6 +53,7 @@ from storage.engine.layout_check import (
     check_layout,
     read_table_layout,
 )
+from storage.engine.seam import EngineSeam
 from storage.engine.table import TableRef
 from storage.live.feed import Feed
 from storage.live.stream import Change, StreamFollower, stream_arn
@@ -307,7 +308,7 @@ async def _open_table(
         # no stream followed.
         if tracing is not None:
             client = tracing.client(client)
-        return TableRef(client, settings.dynamodb_table).keep(_memory(settings)), None
+        return _table(client, settings), None
     client_settings = settings.client_settings()
     if settings.embedded:
         engine = LocalEngine(data_dir=settings.data_dir)
@@ -320,8 +321,7 @@ async def _open_table(
     # Every write asks the layout gate first (storage.engine.layout_check); the process that
     # serves keeps it up to date, and the parent of workers, which serves nothing, has none.
     gate = LayoutGate(enforced=follow)
-    table = TableRef(FencedWrites(served, gate), settings.dynamodb_table)
-    table = table.keep(_memory(settings), gate)
+    table = _table(FencedWrites(served, gate), settings).keep(gate)
     created = False
     if settings.creates_table:
         created = await create_table(opened, settings.dynamodb_table, stream=settings.live_updates)
@@ -439,6 +439,13 @@ async def _stop_following(feed: Feed, task: asyncio.Task[None]) -> None:
 
 def _memory(settings: Settings) -> PlanMemory:
     return PlanMemory(settings.plan_memory_bytes)
+
+
+def _table(client: DynamoClient, settings: Settings) -> TableRef:
+    """The application's table: its client behind a seam whose retries and throttling the
+    process's metrics count."""
+    watched = EngineSeam(client, process_metrics.StorageWatcher())
+    return TableRef(watched, settings.dynamodb_table).keep(_memory(settings))
 
 
 async def _seed_demo(table: TableRef, settings: Settings) -> None:

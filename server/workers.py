@@ -15,8 +15,9 @@ leaves no worker serving behind it.
 With metrics on, the parent points ``PROMETHEUS_MULTIPROC_DIR`` at a fresh private
 directory before any worker starts (prometheus-client then keeps each process's values in
 files there, which a scrape adds up), tells prometheus-client of each worker that ended,
-so that its gauges no longer count, serves the metrics itself with ``METRICS=port``, and
-removes the directory when it stops.
+so that its gauges no longer count, counts the workers it replaced after they died
+(``comments_worker_restarts_total``, in a file of its own there), serves the metrics
+itself with ``METRICS=port``, and removes the directory when it stops.
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ from server.environment import MULTIPROC_ENV, exported
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, HttpImplementation, guarded_protocol
 from server.observability.logs import configure_logging
-from server.observability.metrics import listener, multiprocess_registry
+from server.observability.metrics import (
+    WORKER_RESTARTS,
+    WORKER_RESTARTS_HELP,
+    listener,
+    multiprocess_registry,
+)
+from server.observability.processes import ParentCounter
 from server.runtime import Prepared, prepare
 from server.settings import Settings
 from server.shutdown import Drain, Leaving
@@ -105,7 +112,9 @@ class Supervisor(Multiprocess):
     """uvicorn's supervisor, which also finds a worker that dies while its health check is
     out at once, and with metrics on (``metrics_dir``) tells prometheus-client of every
     worker that ended (replaced after dying, or stopped), so that the live gauges
-    (subscriptions open, stream lag) stop counting it; counters keep what it counted.
+    (subscriptions open, stream lag, memory) stop counting it; counters keep what it
+    counted. It counts the workers it replaced after they died (not those SIGHUP replaces
+    on purpose).
 
     uvicorn's health check sends a worker a ping over a pipe and waits for the answer up to
     ``HEALTH_CHECK_SECONDS``; the parent kept the worker's end of that pipe open too, so a
@@ -130,13 +139,20 @@ class Supervisor(Multiprocess):
         self.metrics_dir = metrics_dir
         self.leaving = leaving
         self.known: set[int] = set()
+        self.restarts = None
+        if metrics_dir is not None:
+            self.restarts = ParentCounter(metrics_dir, WORKER_RESTARTS, WORKER_RESTARTS_HELP)
 
     def init_processes(self) -> None:
         super().init_processes()
         self.release_pipes()
 
     def keep_subprocess_alive(self) -> None:
+        before = {p.pid for p in self.processes}
         super().keep_subprocess_alive()
+        replaced = len(before - {p.pid for p in self.processes})
+        if replaced and self.restarts is not None:
+            self.restarts.inc(replaced)
         self.release_pipes()
         self.forget_ended()
 

@@ -48,6 +48,7 @@ from server.http.guards import (
 from server.http.persisted import PersistedQueries, load_manifest
 from server.http.sockets import (
     CURRENT,
+    PROCESS_FULL,
     TOKEN_FULL,
     TOO_MANY_FOR_TOKEN,
     TRY_AGAIN_LATER,
@@ -69,6 +70,7 @@ from server.http.transport import (
     refusal,
     result_status,
 )
+from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, Outcome
 from server.observability.middleware import Observed, OperationName, exchange_of
 from server.runtime import Prepared, lifespan, runtime_of
@@ -266,6 +268,9 @@ class GraphQLApp(GraphQL[Context, None]):
         and closed at once with 1013 (try again later), which graphql-ws retries."""
         place = self.places.take(client_address(scope, self.trusted_proxies), send)
         if isinstance(place, str):
+            process_metrics.websocket_refused(
+                "max_websockets" if place == PROCESS_FULL else "per_address"
+            )
             socket = WebSocket(scope, receive, send)
             offered = scope.get("subprotocols") or ()
             chosen = (
@@ -462,6 +467,7 @@ class GraphQLApp(GraphQL[Context, None]):
             and not self.places.take_for_holder(socket, viewer.author_id)
         ):
             # Closed here with our code; the handler's own close (4403) is dropped.
+            process_metrics.websocket_refused("per_token")
             await socket.close(TOO_MANY_FOR_TOKEN, TOKEN_FULL)
             raise ConnectionRejectionError()
         unset: UnsetType = UNSET
@@ -586,9 +592,9 @@ def create_app(
     if settings.metrics_mode != "off":
         metrics = Metrics(max_operations=settings.metrics_operations)
     if tracing is None and settings.tracing_on:
-        from server.observability.tracing import Tracing
+        from server.observability.tracing import Tracing, sampler
 
-        tracing = Tracing.otlp(settings.otel_service_name)
+        tracing = Tracing.otlp(settings.otel_service_name, sampler(*settings.traces_sampler))
     observed = metrics is not None or tracing is not None or settings.request_lines
     # Outermost first. Every refusal is made inside RequestId and CORS, so a browser can
     # read it and a client can quote its id.

@@ -34,6 +34,9 @@ QUERY_TOO_COMPLEX). A member that falls that far behind is ended with TOO_SLOW, 
 is encoded for a connection is its own: server.http.subscriptions encodes and sends one message
 of a connection at a time, so a connection holds at most one encoded event beyond what
 its socket is sending.
+
+Every member the server ends (TOO_SLOW alone, or with its group: the code of the result
+the group ends with) is counted by that code (``comments_subscriptions_ended_total``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ import orjson
 from graphql import GraphQLError
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
+
+from server.observability import metrics as process_metrics
 
 log = logging.getLogger("comments.subscriptions")
 
@@ -102,6 +107,16 @@ def _ended(code: str, message: str) -> ExecutionResult:
     return ExecutionResult(data=None, errors=[GraphQLError(message, extensions={"code": code})])
 
 
+def _code(result: ExecutionResult) -> str:
+    """The code of the first error a result ends a subscription with (they are coded by
+    then, server.http.subscriptions)."""
+    for error in result.errors or ():
+        code = (error.extensions or {}).get("code")
+        if isinstance(code, str):
+            return code
+    return "INTERNAL_SERVER_ERROR"
+
+
 Encode = Callable[[object], str | bytes]
 
 
@@ -148,7 +163,8 @@ class Member:
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _finished: bool = False
 
-    def put(self, result: ExecutionResult) -> None:
+    def put(self, result: ExecutionResult, *, last: bool = False) -> None:
+        """Queue ``result`` for the subscriber; ``last``: the group ends with it."""
         if self._finished:
             return
         if len(self._queue) >= self.queue_size:
@@ -160,10 +176,13 @@ class Member:
                     "subscribe again and reload the page's comments.",
                 )
             )
+            process_metrics.subscription_ended("TOO_SLOW")
             self.finish()
             return
         self._queue.append(result)
         self._ready.set()
+        if last:
+            process_metrics.subscription_ended(_code(result))
 
     def finish(self) -> None:
         self._finished = True
@@ -311,9 +330,8 @@ class EventGroups:
             raise
         except Exception:
             log.exception("a shared subscription failed")
-            self._broadcast(
-                group, _ended("INTERNAL_SERVER_ERROR", "The subscription failed; subscribe again.")
-            )
+            failed = _ended("INTERNAL_SERVER_ERROR", "The subscription failed; subscribe again.")
+            self._broadcast(group, failed, last=True)
         finally:
             self._dissolve(group)
             for member in list(group.members):
@@ -330,13 +348,13 @@ class EventGroups:
         if ending:
             # Nobody joins a group that is ending: a newcomer starts a group of its own.
             self._dissolve(group)
-        self._broadcast(group, result)
+        self._broadcast(group, result, last=ending)
         return not ending
 
     @staticmethod
-    def _broadcast(group: Group, result: ExecutionResult) -> None:
+    def _broadcast(group: Group, result: ExecutionResult, *, last: bool = False) -> None:
         for member in list(group.members):
-            member.put(result)
+            member.put(result, last=last)
 
 
 def _give_back(points: dict[str, int], key: str, given: int) -> None:

@@ -8,6 +8,11 @@ count the bytes of a head still incomplete and refuse it with 431 as soon as it 
 cap, without handing the rest to the parser; count header fields (httptools; h11 has the
 app's HeaderLimit, its heads being bounded in bytes already); and close a connection whose
 head has not arrived within the timeout, including one that never sends a byte.
+
+Refusals made here never reach the application, so they are counted here
+(``comments_http_refusals_total``): a head too large (431) or too slow (408), and a
+request past uvicorn's concurrency limit (``MAX_CONNECTIONS``), which uvicorn answers with
+503 by itself before any hook of ours or the application runs.
 """
 
 from __future__ import annotations
@@ -24,8 +29,24 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from server.http.guards import COMMON_HEADERS, error_body
+from server.observability import metrics as process_metrics
 
 log = logging.getLogger("comments.server")
+
+# uvicorn's protocols decide on the 503 inline, while they parse the head, and its one
+# trace is this warning on uvicorn's error logger: a filter there counts it.
+CONCURRENCY_WARNING = "Exceeded concurrency limit."
+
+
+class _ConcurrencyRefusals(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == CONCURRENCY_WARNING:
+            process_metrics.http_refused("max_connections")
+        return True
+
+
+# One filter for the process: a logger keeps a filter it is given twice once.
+_CONCURRENCY_REFUSALS = _ConcurrencyRefusals()
 
 HttpImplementation = Literal["auto", "h11", "httptools"]
 
@@ -155,6 +176,7 @@ class _HeadGuard(asyncio.Protocol):
 
     def _refuse(self, status: int, reason: str, message: str) -> None:
         log.warning("refused a request head from %s: %s", self._peer(), message)
+        process_metrics.http_refused("head_timeout" if status == 408 else "head_too_large")
         self._disarm()
         self.transport.write(_refusal(status, reason, message))
         self.transport.close()
@@ -247,7 +269,9 @@ class GuardedH11(_HeadGuard, H11Protocol):
 
 
 def guarded_protocol(http: HttpImplementation, limits: HeadLimits) -> type[asyncio.Protocol]:
-    """The protocol class to pass to uvicorn as ``http``, with these limits."""
+    """The protocol class to pass to uvicorn as ``http``, with these limits; uvicorn's 503s
+    past its concurrency limit are counted from then on."""
+    logging.getLogger("uvicorn.error").addFilter(_CONCURRENCY_REFUSALS)
     # "auto" is httptools, as in uvicorn: the project depends on uvicorn[standard].
     base: type[_HeadGuard] = GuardedH11 if http == "h11" else GuardedHttpTools
     return cast(type[asyncio.Protocol], type(base.__name__, (base,), {"limits": limits}))

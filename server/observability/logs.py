@@ -1,21 +1,30 @@
 """The server's log lines: text (the default) or JSON lines (``LOG_FORMAT=json``).
 
-As JSON, every line is one object with ``time`` (UTC, ISO 8601), ``level``, ``logger`` and
-``message``, and whatever fields the line carries (``extra={"fields": {...}}``); uvicorn's
-lines are formatted the same way. The request line (``server.observability.middleware``) is
-one of them.
+As JSON, every line is one object with ``time`` (UTC, ISO 8601), ``level``, ``logger``,
+``message``, the process's ``pid`` and the server's ``version``, the ``trace_id`` and
+``span_id`` of the traced request it was written for (``TRACE``), and whatever fields the
+line carries (``extra={"fields": {...}}``); uvicorn's lines are formatted the same way. The
+request line (``server.observability.middleware``) is one of them.
 """
 
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
 
+from server.observability.build import version
+
 LogFormat = Literal["text", "json"]
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+# The trace and span ids (hex) of the request being served, while its span is sampled: set
+# by server.observability.tracing around the request, so that every line written for it
+# leads to its trace (a request not sampled has no trace to lead to).
+TRACE: ContextVar[tuple[str, str] | None] = ContextVar("comments_trace", default=None)
 
 
 class JsonFormatter(logging.Formatter):
@@ -27,7 +36,12 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
+            "pid": record.process,
+            "version": version(),
         }
+        trace = TRACE.get()
+        if trace is not None:
+            entry["trace_id"], entry["span_id"] = trace
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             entry.update(fields)

@@ -27,7 +27,19 @@ application's metrics, and do nothing when metrics are off:
   is, the age of the last record read (``comments_stream_lag_seconds``, the largest over
   live processes);
 - ``stream_events(count)``: stream records read (``comments_stream_events_total``);
-- ``stream_gaps(count)``: changes the reader could not read (``comments_stream_gaps_total``).
+- ``stream_gaps(count)``: changes the reader could not read (``comments_stream_gaps_total``);
+- ``subscription_ended(code)``: the server ended a subscription with that error code
+  (``comments_subscriptions_ended_total``: TOO_SLOW, EVENTS_LOST...);
+- ``http_refused(reason)``, ``websocket_refused(reason)``: a request or a WebSocket
+  connection refused before the application served it (``comments_http_refusals_total``,
+  ``comments_websocket_refusals_total``);
+- ``StorageWatcher``: the engine seam's watcher (``storage.engine.seam.SeamWatcher``),
+  counting calls storage made again and throttling (``comments_storage_retries_total``,
+  ``comments_storage_throttles_total``).
+
+Every process also exports its version (``comments_build_info``), its CPU time and memory
+by pid (``server.observability.processes``), and the workers' restarts that the parent of
+workers counts (``comments_worker_restarts_total``, 0 in a single process).
 """
 
 from __future__ import annotations
@@ -53,7 +65,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from server.environment import multiprocess_dir as _multiprocess_dir
+from server.observability.build import version
+from server.observability.processes import ProcessFigures
 from storage.engine.metering import Meter
+from storage.engine.seam import RetryReason
 
 # What became of a GraphQL request: ok (no errors), error (executed, with errors),
 # internal (an unexpected error, masked), request_error (nothing executed: the document
@@ -70,6 +85,37 @@ OTHER = "other"
 DEFAULT_MAX_OPERATIONS = 50
 # Error codes are the server's own, a few dozen: the cap only guards against a bug.
 MAX_ERROR_CODES = 100
+
+# Why a request was refused before the application saw it (server.http.head_limits):
+# past MAX_CONNECTIONS (uvicorn answers 503), a head too large (431) or too slow (408).
+HttpRefusal = Literal["max_connections", "head_too_large", "head_timeout"]
+# Why a WebSocket connection was refused (server.http.sockets): no place left in the
+# process or for its address (closed with 1013), or for its token's holder (4029).
+WebSocketRefusal = Literal["max_websockets", "per_address", "per_token"]
+# The codes the server ends subscriptions with (server.http.event_groups, storage.live.feed).
+ENDING_CODES = (
+    "TOO_SLOW",
+    "EVENTS_LOST",
+    "STORAGE_UNAVAILABLE",
+    "QUERY_TOO_COMPLEX",
+    "INTERNAL_SERVER_ERROR",
+)
+# The DynamoDB operations requests and the stream's reader make (label values made at
+# start, so that a first throttle is an increase Prometheus sees).
+DATA_OPERATIONS = (
+    "query",
+    "get_item",
+    "batch_get_item",
+    "put_item",
+    "update_item",
+    "delete_item",
+    "transact_write_items",
+    "batch_write_item",
+)
+RETRY_REASONS: tuple[RetryReason, ...] = ("sdk", "transaction", "unprocessed")
+# Counted by the parent of workers (server.workers), declared at 0 by every process.
+WORKER_RESTARTS = "comments_worker_restarts"
+WORKER_RESTARTS_HELP = "Worker processes that died and were replaced (serve --workers N)"
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 ITEMS_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
@@ -240,6 +286,64 @@ class Metrics:
             "trimmed records)",
             registry=registry,
         )
+        self.subscriptions_ended = Counter(
+            "comments_subscriptions_ended",
+            "Subscriptions the server ended, by the error code they were ended with "
+            "(TOO_SLOW: the subscriber fell behind; EVENTS_LOST, STORAGE_UNAVAILABLE...)",
+            ["code"],
+            registry=registry,
+        )
+        self.http_refusals = Counter(
+            "comments_http_refusals",
+            "HTTP requests refused before the application saw them, by reason "
+            "(max_connections: 503 past MAX_CONNECTIONS; head_too_large: 431; head_timeout: 408)",
+            ["reason"],
+            registry=registry,
+        )
+        self.websocket_refusals = Counter(
+            "comments_websocket_refusals",
+            "WebSocket connections refused, by reason (max_websockets, per_address: closed "
+            "with 1013; per_token: closed with 4029)",
+            ["reason"],
+            registry=registry,
+        )
+        self.storage_retries = Counter(
+            "comments_storage_retries",
+            "Storage calls made again, by reason (sdk: by botocore within one call, for "
+            "throttling or a 5xx; transaction: a transaction cancelled by a conflict or "
+            "throttling; unprocessed: a batch call's items left unprocessed)",
+            ["reason"],
+            registry=registry,
+        )
+        self.storage_throttles = Counter(
+            "comments_storage_throttles",
+            "Storage calls DynamoDB throttled once botocore's own retries were spent, and "
+            "transactions it cancelled for throttling, by DynamoDB operation",
+            ["operation"],
+            registry=registry,
+        )
+        self.worker_restarts = Counter(WORKER_RESTARTS, WORKER_RESTARTS_HELP, registry=registry)
+        self.build_info = Gauge(
+            "comments_build_info",
+            "The server's build: always 1, labelled with its version",
+            ["version"],
+            registry=registry,
+            multiprocess_mode="livemax",
+        )
+        self.build_info.labels(version()).set(1)
+        self.process = ProcessFigures(registry, multiprocess=path is not None)
+        # Label values known in advance start at 0, so that the first event is an
+        # increase a rate sees (a series that appears at 1 shows no increase).
+        for code in ENDING_CODES:
+            self.subscriptions_ended.labels(code)
+        for http_reason in ("max_connections", "head_too_large", "head_timeout"):
+            self.http_refusals.labels(http_reason)
+        for socket_reason in ("max_websockets", "per_address", "per_token"):
+            self.websocket_refusals.labels(socket_reason)
+        for retry_reason in RETRY_REASONS:
+            self.storage_retries.labels(retry_reason)
+        for operation in DATA_OPERATIONS:
+            self.storage_throttles.labels(operation)
         # Children by label value, so that a request looks each up once in a plain dict.
         self._durations: dict[tuple[str, str], Histogram] = {}
         self._errors: dict[str, Counter] = {}
@@ -303,7 +407,9 @@ class Metrics:
             tally.sync()
 
     def exposition(self) -> bytes:
-        """The text a scrape gets: this process's metrics, or every process's."""
+        """The text a scrape gets: this process's metrics, or every process's (this
+        process's own figures sampled first)."""
+        self.process.sample()
         return generate_latest(self.scraped)
 
     async def endpoint(self, request: Request) -> Response:
@@ -312,10 +418,12 @@ class Metrics:
 
     @contextmanager
     def active(self) -> Iterator[Metrics]:
-        """While the block runs, the module-level functions report to these metrics."""
+        """While the block runs, the module-level functions report to these metrics, and
+        the process's CPU and memory are sampled (``server.observability.processes``)."""
         _active.append(self)
         try:
-            yield self
+            with self.process.sampling():
+                yield self
         finally:
             _active.remove(self)
 
@@ -358,6 +466,38 @@ def stream_gaps(count: int = 1) -> None:
     """The stream reader missed changes ``count`` times (``comments_stream_gaps_total``)."""
     if _active and count > 0:
         _active[-1].stream_gaps.inc(count)
+
+
+def subscription_ended(code: str) -> None:
+    """The server ended a subscription with ``code`` (``comments_subscriptions_ended_total``)."""
+    if _active:
+        metrics = _active[-1]
+        metrics.subscriptions_ended.labels(metrics.error_code(code)).inc()
+
+
+def http_refused(reason: HttpRefusal) -> None:
+    """A request was refused before the application saw it (``comments_http_refusals_total``)."""
+    if _active:
+        _active[-1].http_refusals.labels(reason).inc()
+
+
+def websocket_refused(reason: WebSocketRefusal) -> None:
+    """A WebSocket connection was refused (``comments_websocket_refusals_total``)."""
+    if _active:
+        _active[-1].websocket_refusals.labels(reason).inc()
+
+
+class StorageWatcher:
+    """The engine seam's watcher (``storage.engine.seam.SeamWatcher``): what storage is
+    told of retries and throttling goes to the running application's metrics."""
+
+    def retried(self, reason: RetryReason, count: int) -> None:
+        if _active and count > 0:
+            _active[-1].storage_retries.labels(reason).inc(count)
+
+    def throttled(self, operation: str) -> None:
+        if _active:
+            _active[-1].storage_throttles.labels(operation).inc()
 
 
 @contextmanager

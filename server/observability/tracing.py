@@ -4,9 +4,12 @@ A span per HTTP request (``server.observability.middleware``), its parent taken 
 ``traceparent`` header (W3C trace context, or what ``OTEL_PROPAGATORS`` names), and a
 child span per storage call (``TracedClient``), with the DynamoDB operation, the table and
 index, the items read and the capacity consumed. Spans leave in batches over OTLP
-(http/protobuf); the exporter reads the standard ``OTEL_EXPORTER_OTLP_*`` variables, the
-sampler ``OTEL_TRACES_SAMPLER``, and the resource ``OTEL_SERVICE_NAME`` and
-``OTEL_RESOURCE_ATTRIBUTES``.
+(http/protobuf); the exporter reads the standard ``OTEL_EXPORTER_OTLP_*`` variables, and
+the resource ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``. Which requests are
+traced is the settings' (``OTEL_TRACES_SAMPLER`` and ``OTEL_TRACES_SAMPLER_ARG``, checked
+there; by default a request follows its caller's decision, and one of its own is traced at
+a ratio, a tenth in production): ``sampler``. While a sampled request runs, its trace and
+span ids are the log lines' (``server.observability.logs.TRACE``).
 
 Off, this module is not even imported (``server.http.app`` imports it only when the variable is
 set), and a request pays one check.
@@ -23,9 +26,18 @@ from opentelemetry import context, propagate, trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    TraceIdRatioBased,
+)
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from starlette.types import Scope
 
+from server.observability.logs import TRACE
+from server.settings.observability import TracesSampler
 from storage.base.types import DynamoClient, Response
 from storage.engine.metering import Meter, call_figures
 from storage.engine.wrapping import ClientWrapper
@@ -44,13 +56,14 @@ class Tracing:
         self.tracer: Tracer = provider.get_tracer(INSTRUMENTATION)
 
     @classmethod
-    def otlp(cls, service_name: str | None = None) -> Tracing:
+    def otlp(cls, service_name: str | None, sampled: Sampler) -> Tracing:
         """Spans exported over OTLP (http/protobuf) to ``OTEL_EXPORTER_OTLP_ENDPOINT``, as
-        ``service_name`` (``OTEL_SERVICE_NAME``; unset: ours)."""
+        ``service_name`` (``OTEL_SERVICE_NAME``; unset: ours), of the requests ``sampled``
+        picks (``sampler``)."""
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         named = {SERVICE_NAME: service_name or DEFAULT_SERVICE_NAME}
-        provider = TracerProvider(resource=Resource.create(named))
+        provider = TracerProvider(resource=Resource.create(named), sampler=sampled)
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         return cls(provider)
 
@@ -80,14 +93,33 @@ class Tracing:
             attributes={"http.request.method": method, "url.path": path},
         )
         token = context.attach(trace.set_span_in_context(span, parent))
+        ids = span.get_span_context()
+        logged = TRACE.set(
+            (format(ids.trace_id, "032x"), format(ids.span_id, "016x"))
+            if ids.trace_flags.sampled
+            else None
+        )
         try:
             yield span
         except BaseException as exc:
             span.record_exception(exc)
             raise
         finally:
+            TRACE.reset(logged)
             context.detach(token)
             span.end()
+
+
+def sampler(name: TracesSampler, ratio: float) -> Sampler:
+    """OpenTelemetry's sampler of that name (``OTEL_TRACES_SAMPLER``'s values), with
+    ``ratio`` for the ``traceidratio`` ones."""
+    base = name.removeprefix("parentbased_")
+    chosen = {
+        "always_on": ALWAYS_ON,
+        "always_off": ALWAYS_OFF,
+        "traceidratio": TraceIdRatioBased(ratio),
+    }[base]
+    return ParentBased(chosen) if name.startswith("parentbased_") else chosen
 
 
 def annotate_request(

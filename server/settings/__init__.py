@@ -33,8 +33,12 @@ from server.settings.http import CORS_ALLOW_HEADERS, DEV_CORS_ORIGINS, MAX_WORKE
 from server.settings.live_updates import LiveUpdateSettings
 from server.settings.observability import (
     DEFAULT_METRICS_PORT,
+    DEFAULT_SAMPLER,
+    DEVELOPMENT_TRACES_RATIO,
+    PRODUCTION_TRACES_RATIO,
     MetricsMode,
     ObservabilitySettings,
+    TracesSampler,
     listen_problem,
 )
 from server.settings.storage import StorageSettings, StorageUse
@@ -142,6 +146,13 @@ class Settings(
         if self.metrics is None:
             return "port" if self.production else "on"
         return self.metrics
+
+    @property
+    def traces_sampler(self) -> tuple[TracesSampler, float]:
+        """The sampler of traces, and its ratio (server.observability.tracing.sampler)."""
+        default = PRODUCTION_TRACES_RATIO if self.production else DEVELOPMENT_TRACES_RATIO
+        ratio = self.otel_traces_sampler_arg
+        return self.otel_traces_sampler or DEFAULT_SAMPLER, default if ratio is None else ratio
 
     @property
     def embedded(self) -> bool:

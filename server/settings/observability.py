@@ -6,9 +6,9 @@ Defaults are those of ``server.observability``'s modules, read from there.
 from __future__ import annotations
 
 import socket
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
 
 from server.observability.logs import LogFormat
@@ -20,6 +20,22 @@ from server.settings.common import FROM_ENVIRONMENT
 MetricsMode = Literal["off", "on", "port"]
 # The port OpenTelemetry's and Prometheus's exporters use by convention.
 DEFAULT_METRICS_PORT = 9464
+# OpenTelemetry's samplers (OTEL_TRACES_SAMPLER's values) that the server offers; defined
+# here, as server.observability.tracing is imported only when tracing is on.
+TracesSampler = Literal[
+    "parentbased_traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "traceidratio",
+    "always_on",
+    "always_off",
+]
+RATIO_SAMPLERS = frozenset({"parentbased_traceidratio", "traceidratio"})
+DEFAULT_SAMPLER: TracesSampler = "parentbased_traceidratio"
+# The ratio of requests traced that come without a caller's decision: a tenth in
+# production (spans cost the collector and the backend), every one in development.
+PRODUCTION_TRACES_RATIO = 0.1
+DEVELOPMENT_TRACES_RATIO = 1.0
 
 
 class ObservabilitySettings(BaseSettings):
@@ -44,9 +60,26 @@ class ObservabilitySettings(BaseSettings):
     # The service's name on its spans; unset: "product-comments". (The OpenTelemetry SDK's
     # other OTEL_* variables, read by the SDK itself, apply as usual.)
     otel_service_name: str | None = None
+    # Which requests are traced, by OpenTelemetry's names (read here rather than by the SDK,
+    # so that a wrong one stops the start with one line): parentbased_* follow the caller's
+    # traceparent decision and sample the rest as named; traceidratio keeps a ratio of
+    # traces (OTEL_TRACES_SAMPLER_ARG, 0 to 1). Unset: parentbased_traceidratio, and the
+    # ratio 0.1 in production, 1 in development.
+    otel_traces_sampler: TracesSampler | None = None
+    otel_traces_sampler_arg: float | None = Field(default=None, ge=0, le=1)
     # One log line per request: uvicorn's, or with LOG_FORMAT=json the request line that
     # replaces it (its operation, outcome and storage figures).
     access_log: bool = True
+
+    @model_validator(mode="after")
+    def _ratio_for_a_ratio_sampler(self) -> Self:
+        sampler = self.otel_traces_sampler or DEFAULT_SAMPLER
+        if self.otel_traces_sampler_arg is not None and sampler not in RATIO_SAMPLERS:
+            raise ValueError(
+                f"OTEL_TRACES_SAMPLER_ARG is a ratio: OTEL_TRACES_SAMPLER={sampler} takes none "
+                "(traceidratio and parentbased_traceidratio do)"
+            )
+        return self
 
     @property
     def tracing_on(self) -> bool:

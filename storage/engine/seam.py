@@ -6,13 +6,18 @@ manager maps botocore's and the network's exceptions onto the tree in ``storage.
 (the way httpx maps its transports' exceptions in one place), naming the operation, and
 chains the original (``raise ... from exc``) so logs keep the engine's error code. Code
 above the seam catches our errors only, never ``ClientError``.
+
+A seam may have a watcher (``SeamWatcher``), told as calls pass of what the engine made
+storage bear: calls made again (by botocore within one call, a transaction cancelled for a
+transient reason, a batch call's unprocessed items) and throttling. The server counts what
+it is told in its metrics; storage never imports whoever listens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -51,6 +56,28 @@ THROTTLING_CODES = frozenset(
 
 # The service's own transient faults (HTTP 5xx), also retried by botocore first.
 SERVER_FAULT_CODES = frozenset({"InternalServerError", "ServiceUnavailable"})
+
+# A cancelled transaction's reasons (one code per action) that are transient: the action
+# was fine ("None"), met another transaction, or was throttled. A transaction cancelled for
+# these alone is written again (storage.writes.transaction); one with a failed condition
+# is not what was computed from, anything else is refused.
+THROTTLED_CANCELLATIONS = frozenset({"ProvisionedThroughputExceeded", "ThrottlingError"})
+TRANSIENT_CANCELLATIONS = frozenset({"None", "TransactionConflict"}) | THROTTLED_CANCELLATIONS
+
+# Why a call was made again: by botocore within one call (throttling, a 5xx), a
+# transaction cancelled for a transient reason, a batch call's items left unprocessed.
+RetryReason = Literal["sdk", "transaction", "unprocessed"]
+
+
+class SeamWatcher(Protocol):
+    """Told, as calls pass the seam, of what the engine made storage bear."""
+
+    def retried(self, reason: RetryReason, count: int) -> None:
+        """``count`` calls were (or, for a transaction or a batch, are to be) made again."""
+
+    def throttled(self, operation: str) -> None:
+        """A call of ``operation`` was throttled once botocore's retries were spent (or a
+        transaction was cancelled for throttling)."""
 
 
 def error_code(exc: BaseException) -> str:
@@ -93,13 +120,56 @@ def _translate(operation: str, exc: ClientError) -> StorageError:
 
 
 class EngineSeam(ClientWrapper):
-    """A DynamoClient whose every call raises storage errors only."""
+    """A DynamoClient whose every call raises storage errors only, and tells ``watcher``
+    (when it has one) of retries and throttling."""
+
+    def __init__(self, inner: DynamoClient, watcher: SeamWatcher | None = None) -> None:
+        super().__init__(inner)
+        self.watcher = watcher
 
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
-        with engine_errors(operation):
-            return await super()._call(operation, kwargs)
+        if self.watcher is None:
+            with engine_errors(operation):
+                return await super()._call(operation, kwargs)
+        try:
+            with engine_errors(operation):
+                response = await super()._call(operation, kwargs)
+        except StorageError as exc:
+            _tell_failure(self.watcher, operation, exc)
+            raise
+        _tell_answer(self.watcher, response)
+        return response
 
 
 def at_seam(client: DynamoClient) -> DynamoClient:
     """``client`` behind the seam (unchanged when it is there already)."""
     return client if isinstance(client, EngineSeam) else EngineSeam(client)
+
+
+def _sdk_retries(response: Response) -> int:
+    return int(response.get("ResponseMetadata", {}).get("RetryAttempts") or 0)
+
+
+def _tell_answer(watcher: SeamWatcher, response: Response) -> None:
+    retries = _sdk_retries(response)
+    if retries:
+        watcher.retried("sdk", retries)
+    if response.get("UnprocessedKeys") or response.get("UnprocessedItems"):
+        watcher.retried("unprocessed", 1)
+
+
+def _tell_failure(watcher: SeamWatcher, operation: str, exc: StorageError) -> None:
+    # The engine's own error, whether this seam translated it or one below did.
+    cause = exc.__cause__
+    if isinstance(cause, ClientError):
+        retries = _sdk_retries(cause.response)
+        if retries:
+            watcher.retried("sdk", retries)
+    if isinstance(exc, Throttled):
+        watcher.throttled(operation)
+    elif isinstance(exc, TransactionCancelled):
+        codes = {str(reason.get("Code") or "None") for reason in exc.reasons}
+        if codes & THROTTLED_CANCELLATIONS:
+            watcher.throttled(operation)
+        if codes <= TRANSIENT_CANCELLATIONS:
+            watcher.retried("transaction", 1)

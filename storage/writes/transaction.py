@@ -15,6 +15,7 @@ from storage.base.errors import (
     WriteConflict,
 )
 from storage.base.types import Item
+from storage.engine.seam import TRANSIENT_CANCELLATIONS
 from storage.engine.table import TableRef
 
 # Storage calls one create or delete may make, every read and retry included. The GraphQL
@@ -24,14 +25,8 @@ from storage.engine.table import TableRef
 MAX_WRITE_CALLS = 32
 
 # A cancellation reason's codes (one per action): "None" is DynamoDB's own code for an
-# action that was fine and cancelled with the others.
+# action that was fine and cancelled with the others; the transient ones are the seam's.
 CONDITION_FAILED = "ConditionalCheckFailed"
-_TRANSIENT_REASONS = {
-    "None",
-    "TransactionConflict",
-    "ProvisionedThroughputExceeded",
-    "ThrottlingError",
-}
 
 
 class CallBudget:
@@ -93,7 +88,7 @@ async def transact(
         for name, reason in zip(names, exc.reasons, strict=False):
             reasons[name] = (str(reason.get("Code") or "None"), reason.get("Item"))
         codes = {c for c, _ in reasons.values()}
-        if codes - _TRANSIENT_REASONS - {CONDITION_FAILED}:
+        if codes - TRANSIENT_CANCELLATIONS - {CONDITION_FAILED}:
             raise StorageUnavailable("the write was rejected by storage") from exc
         return Cancellation(reasons)
     except (Throttled, EngineFault) as exc:

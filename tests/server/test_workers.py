@@ -1,6 +1,6 @@
 """Several processes: two servers on one table stay exact and show each other's writes at
 once; ``serve --workers 2`` runs two workers on one engine and leaves nothing behind, and
-its metrics add up over both workers."""
+its metrics add up over both workers (a worker replaced after it died counted once)."""
 
 from __future__ import annotations
 
@@ -561,12 +561,21 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
             time.sleep(0.1)
         samples = parse_scrape(_get(f"{base}/metrics").text)
         assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == sent
+        # The parent counted the replacement; the dead worker's memory is no longer
+        # shown, the CPU time it used still is.
+        assert sample(samples, "comments_worker_restarts_total") == 1
+        memory = "comments_process_resident_memory_bytes"
+        assert sample(samples, memory, pid=str(ended)) == 0
+        assert sample(samples, memory, pid=str(kept)) > 0
+        assert sample(samples, "comments_process_cpu_seconds_total", pid=str(ended)) > 0
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0, log.read_text()[-3000:]
     assert not directory.exists()
 
 
-def test_a_worker_that_dies_while_its_health_check_is_out_is_replaced_at_once() -> None:
+def test_a_worker_that_dies_while_its_health_check_is_out_is_replaced_at_once(
+    tmp_path: Path,
+) -> None:
     # The supervisor pings a worker and waits up to HEALTH_CHECK_SECONDS for the answer; a
     # worker that dies meanwhile must be found at once (its pipe reads as closed), not when
     # the wait runs out.
@@ -582,7 +591,7 @@ def test_a_worker_that_dies_while_its_health_check_is_out_is_replaced_at_once() 
     handlers = {sig: signal.getsignal(sig) for sig in SIGNALS}  # the supervisor takes them
     sock = config.bind_socket()
     try:
-        supervisor = Supervisor(config, [sock], None, Leaving(Drain(), 0))
+        supervisor = Supervisor(config, [sock], str(tmp_path), Leaving(Drain(), 0))
         supervisor.init_processes()
         [worker] = supervisor.processes
         assert worker.pid is not None
@@ -597,6 +606,12 @@ def test_a_worker_that_dies_while_its_health_check_is_out_is_replaced_at_once() 
             assert time.monotonic() - started < 5
             [replacement] = supervisor.processes
             assert replacement.pid not in (None, worker.pid)
+            # Counted, in a file of the parent's own, as a worker's scrape reads it.
+            families = MultiProcessCollector.merge(  # type: ignore[no-untyped-call]
+                [str(f) for f in tmp_path.glob("*.db")]
+            )
+            restarts = [s.value for f in families for s in f.samples]
+            assert restarts == [1]
         finally:
             supervisor.should_exit.set()
             supervisor.terminate_all()

@@ -1,5 +1,6 @@
 """Shared resolutions of subscription events: one per group, budgets charged once per
-group and given back exactly, slow members ended alone."""
+group and given back exactly, slow members ended alone, and every member the server ends
+counted by its code."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from strawberry.types.execution import PreExecutionError
 
 from server.http.event_groups import EventGroups, GroupKey, Member, Refused, result_bytes
 from server.http.subscriptions import TextFrames
+from server.observability.metrics import Metrics
+from testing.scrape import parse_scrape, sample
 
 
 def _groups(**overrides: int) -> EventGroups:
@@ -126,6 +129,46 @@ async def test_a_slow_member_is_ended_alone() -> None:
     assert (await take(quick, 1))[0].data == {"n": 9}
     groups.leave(slow)
     groups.leave(quick)
+
+
+async def test_members_the_server_ends_are_counted_by_code() -> None:
+    metrics = Metrics()
+    with metrics.active():
+        groups = _groups(queue_size=1)
+        source = Source()
+        slow = groups.join(key("a"), "p", 1, source.start)
+        quick = [groups.join(key("a"), "p", 1, source.start) for _ in range(2)]
+        for n in range(2):
+            event = ExecutionResult(data={"n": n}, errors=None)
+            await source.queue.put(event)
+            for member in quick:
+                assert await take(member, 1) == [event]
+        # The slow one took nothing: ended alone, once, as TOO_SLOW.
+        (ended,) = await take(slow, 1)
+        assert ended.errors is not None
+        assert ended.errors[0].extensions == {"code": "TOO_SLOW"}
+        # Then the group ends (the feed lost changes): every member left is ended with it.
+        lost = GraphQLError("lost", extensions={"code": "EVENTS_LOST"})
+        await source.queue.put(ExecutionResult(data=None, errors=[lost]))
+        for member in quick:
+            (last,) = await take(member, 1)
+            assert last.errors == [lost]
+        # A refusal found when the operation runs ends its members too.
+        refused = groups.join(key("b"), "p", 1, Source().start)
+        groups.leave(refused)
+        failing = Source()
+        doomed = groups.join(key("c"), "p", 1, failing.start)
+        await failing.queue.put(PreExecutionError(data=None, errors=[GraphQLError("bad")]))
+        (refusal,) = await take(doomed, 1)
+        assert refusal.errors is not None
+        samples = parse_scrape(metrics.exposition().decode())
+    ended_total = "comments_subscriptions_ended_total"
+    assert sample(samples, ended_total, code="TOO_SLOW") == 1
+    assert sample(samples, ended_total, code="EVENTS_LOST") == 2
+    # An error without a code is the server's own failure.
+    assert sample(samples, ended_total, code="INTERNAL_SERVER_ERROR") == 1
+    # A member that leaves by itself is not counted.
+    assert sum(v for (n, _), v in samples.items() if n == ended_total) == 4
 
 
 async def test_an_ending_result_dissolves_the_group_at_once() -> None:

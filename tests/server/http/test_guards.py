@@ -1,7 +1,8 @@
 """Production posture and the HTTP guards: IDE, introspection and suggestions off when asked,
 CORS limited to the configured origins, security headers, body limit, GraphQL-shaped refusals;
-and, against a real server process, the limits on request heads, slow clients and clients
-that leave mid-request."""
+and, against a real server process, the limits on request heads, slow clients, clients
+that leave mid-request and the connection limit, and the metrics' count of the refusals the
+application never sees."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import select
 import socket
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -24,6 +26,7 @@ from server.dev.local_engine import LocalEngine
 from server.settings import Settings
 from storage.engine.table import TableRef
 from testing.live_server import LiveServer, live_server
+from testing.scrape import parse_scrape, sample
 from tests.api_helpers import SECRET, Api, running_api
 
 INTROSPECT = "{ __schema { queryType { name } } }"
@@ -363,7 +366,11 @@ LIVE_LIMITS = {
     "MAX_HEADERS": "50",
     "HEADER_TIMEOUT": "1",
     "BODY_TIMEOUT": "1",
+    # uvicorn's concurrency limit is their sum: ten open connections answer the next 503.
+    "MAX_CONNECTIONS": "9",
+    "MAX_WEBSOCKETS": "1",
 }
+CONNECTION_LIMIT = 10
 # How long a test waits for the server before it calls a connection held open: far longer
 # than any of the limits above.
 PATIENCE = 20.0
@@ -526,3 +533,53 @@ def test_a_client_leaving_mid_body_is_a_quiet_end(live: Live) -> None:
     logged = live.logged()
     assert "Traceback" not in logged
     assert not re.search(r"\bERROR\b", logged), logged[-3000:]
+
+
+REFUSALS = ("max_connections", "head_too_large", "head_timeout")
+
+
+def _get_healthz(live: Live) -> bytes:
+    with live.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        return _answer(sock)
+
+
+def _refusals(live: Live) -> tuple[dict[str, float], int]:
+    """The server's counts of refusals made before the application, and the 503s its
+    scrapes met first (connections of the test may still be closing)."""
+    for turned_away in range(20):
+        scraped = httpx.get(f"{live.server.base_url}/metrics", timeout=PATIENCE)
+        if scraped.status_code == 200:
+            samples = parse_scrape(scraped.text)
+            name = "comments_http_refusals_total"
+            return {r: sample(samples, name, reason=r) for r in REFUSALS}, turned_away
+        assert scraped.status_code == 503, scraped.text
+    pytest.fail("the server kept answering 503")
+
+
+def test_refusals_before_the_application_are_counted(live: Live) -> None:
+    before, _ = _refusals(live)
+    with live.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 20_000 + b"\r\n\r\n")
+        assert _answer(sock).startswith(b"HTTP/1.1 431 ")
+    with live.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
+        assert _answer(sock).startswith(b"HTTP/1.1 408 ")
+    # Connections held open (idle: a second later the head timeout closes them) take
+    # uvicorn's places; the next request is answered 503 without the application.
+    refused = 0
+    for _ in range(5):
+        with ExitStack() as held:
+            for _ in range(CONNECTION_LIMIT):
+                held.enter_context(live.connect())
+            answer = _get_healthz(live)
+        if answer.startswith(b"HTTP/1.1 503 "):
+            refused += 1
+            break
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+    assert refused == 1
+    after, more = _refusals(live)
+    assert after["head_too_large"] == before["head_too_large"] + 1
+    assert after["head_timeout"] == before["head_timeout"] + 1
+    assert after["max_connections"] == before["max_connections"] + refused + more
+    assert live.healthy()

@@ -1,6 +1,6 @@
 """WebSocket places: per process, per client address and per token holder, so that one
-client cannot take every place; refusals are close codes graphql-ws retries; the counts
-keep no entry for a client that holds no socket."""
+client cannot take every place; refusals are close codes graphql-ws retries, counted in
+the metrics by reason; the counts keep no entry for a client that holds no socket."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
+import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
@@ -25,6 +26,7 @@ from server.http.sockets import (
 )
 from server.settings import Settings
 from testing.live_server import LiveServer, live_server
+from testing.scrape import parse_scrape, sample
 from testing.subscriber import Closed, Subscriber, subscriber
 from tests.api_helpers import SECRET
 
@@ -105,6 +107,13 @@ async def _refusal(url: str, source: str, authorization: str | None = None) -> C
         return await client.closed(seconds=10)
 
 
+async def _refused(server: LiveServer, reason: str) -> float:
+    """The server's count of WebSocket connections refused for ``reason``."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        scraped = await http.get(f"{server.base_url}/metrics")
+    return sample(parse_scrape(scraped.text), "comments_websocket_refusals_total", reason=reason)
+
+
 @asynccontextmanager
 async def _held(
     url: str, source: str, count: int, authorization: str | None = None
@@ -129,12 +138,16 @@ async def _held(
 async def test_one_address_cannot_take_every_place(server: LiveServer) -> None:
     url = server.graphql_url
     async with _held(url, "127.0.0.2", PER_ADDRESS):
+        before = await _refused(server, "per_address")
         closed = await _refusal(url, "127.0.0.2")
         assert (closed.code, closed.reason) == (TRY_AGAIN_LATER, ADDRESS_FULL)
+        assert await _refused(server, "per_address") == before + 1
         # Others still get in, up to the process's places.
         async with _held(url, "127.0.0.3", PER_ADDRESS):
+            before = await _refused(server, "max_websockets")
             closed = await _refusal(url, "127.0.0.4")
             assert (closed.code, closed.reason) == (TRY_AGAIN_LATER, PROCESS_FULL)
+            assert await _refused(server, "max_websockets") == before + 1
     # The places are given back with the sockets.
     async with _held(url, "127.0.0.2", PER_ADDRESS):
         pass
@@ -148,8 +161,10 @@ async def test_one_token_holder_cannot_take_every_place(server: LiveServer) -> N
     async with AsyncExitStack() as stack:
         for n in range(PER_TOKEN):
             await stack.enter_async_context(_held(url, f"127.0.1.{n + 1}", 1, ann[n]))
+        before = await _refused(server, "per_token")
         closed = await _refusal(url, "127.0.1.9", ann[-1])
         assert (closed.code, closed.reason) == (TOO_MANY_FOR_TOKEN, TOKEN_FULL)
+        assert await _refused(server, "per_token") == before + 1
         # Another holder, and anonymous connections, are not held back by ann's.
         bob = f"Bearer {mint(SECRET, 'bob')}"
         async with _held(url, "127.0.1.10", 1, bob), _held(url, "127.0.1.11", 1):

@@ -1,17 +1,21 @@
-"""LOG_FORMAT=json: every line the server writes is a JSON object, and each request has a
-line with its id, operation, outcome, duration and storage figures."""
+"""LOG_FORMAT=json: every line the server writes is a JSON object with the process's pid and
+the server's version (and the trace of a traced request it was written for, see
+test_tracing), and each request has a line with its id, operation, outcome, duration and
+storage figures."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 from typing import Any
 
 import httpx
 
 from server.dev.local_engine import LocalEngine
-from server.observability.logs import JsonFormatter
+from server.observability.build import version
+from server.observability.logs import TRACE, JsonFormatter
 from storage.engine.table import TableRef
 from testing.live_server import live_server
 from tests.api_helpers import SECRET
@@ -30,6 +34,18 @@ def test_the_json_formatter_writes_one_object_with_the_fields() -> None:
     assert entry["logger"] == "comments.requests"
     assert (entry["request_id"], entry["items_read"]) == ("r1", 3)
     assert entry["time"].endswith("+00:00")
+    assert (entry["pid"], entry["version"]) == (os.getpid(), version())
+    assert "trace_id" not in entry
+    # Written while a sampled request runs: its trace and span.
+    token = TRACE.set(("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"))
+    try:
+        traced = json.loads(JsonFormatter().format(record))
+    finally:
+        TRACE.reset(token)
+    assert (traced["trace_id"], traced["span_id"]) == (
+        "4bf92f3577b34da6a3ce929d0e0e4736",
+        "00f067aa0ba902b7",
+    )
 
 
 def test_a_json_server_writes_only_json_lines_with_one_per_request(
@@ -59,6 +75,8 @@ def test_a_json_server_writes_only_json_lines_with_one_per_request(
 
     entries: list[dict[str, Any]] = [json.loads(line) for line in lines]
     assert all({"time", "level", "logger", "message"} <= entry.keys() for entry in entries)
+    # Every line says which process wrote it, and which version runs.
+    assert {(entry["pid"], entry["version"]) for entry in entries} == {(server.pid, version())}
     requests = {e["request_id"]: e for e in entries if e["logger"] == "comments.requests"}
     # uvicorn's own access line is replaced by the request line.
     assert not [e for e in entries if e["logger"] == "uvicorn.access"]

@@ -1,11 +1,13 @@
 """Prometheus metrics: a scrape after known requests shows exactly what they did; operation
 names are bounded; the subscription and stream functions report through /metrics; the
-production posture keeps /metrics off the public port."""
+process exports its build, CPU and memory; storage's throttling and retries are counted;
+the production posture keeps /metrics off the public port."""
 
 from __future__ import annotations
 
-import json
+import os
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,14 +15,19 @@ from typing import Any
 
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 
+from resolvers.auth import mint
 from server.dev.local_engine import free_port
 from server.http.app import create_app
 from server.http.persisted import sha256_hex
 from server.observability import metrics
+from server.observability.build import version
 from server.observability.metrics import OPERATION_NAME, BoundedLabel
 from server.settings import Settings
+from storage.base.types import DynamoClient, Response
 from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
 from testing.scrape import Samples, parse_scrape
 from testing.scrape import sample as value
 from tests.api_helpers import SECRET
@@ -50,9 +57,12 @@ def settings(table: TableRef, **overrides: Any) -> Settings:
 
 
 @asynccontextmanager
-async def serving(table: TableRef, **overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-    """A fresh application (fresh metrics) over the session's table."""
-    app = create_app(settings(table, **overrides), client=table.client)
+async def serving(
+    table: TableRef, client: DynamoClient | None = None, **overrides: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A fresh application (fresh metrics) over the session's table (through ``client``
+    when given)."""
+    app = create_app(settings(table, **overrides), client=client or table.client)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(
@@ -187,20 +197,123 @@ async def test_subscription_and_stream_functions_show_in_the_scrape(table: Table
     # Without a running application they do nothing, and do not fail.
     metrics.subscriptions_open(7)
     metrics.stream_lag(9.0)
+    metrics.subscription_ended("TOO_SLOW")
+    metrics.http_refused("max_connections")
+    metrics.websocket_refused("per_address")
+    metrics.StorageWatcher().throttled("query")
     async with serving(table) as http:
+        before = await scrape(http)
         metrics.subscriptions_open(3)
         metrics.subscriptions_open(2)
         metrics.stream_lag(2.5)
         metrics.stream_events(40)
         metrics.stream_events()
         metrics.stream_gaps()
+        metrics.subscription_ended("TOO_SLOW")
+        metrics.subscription_ended("EVENTS_LOST")
+        metrics.subscription_ended("EVENTS_LOST")
+        metrics.http_refused("max_connections")
+        metrics.websocket_refused("per_address")
+        watcher = metrics.StorageWatcher()
+        watcher.throttled("query")
+        watcher.retried("sdk", 2)
+        watcher.retried("unprocessed", 0)
         samples = await scrape(http)
     assert value(samples, "comments_subscriptions_open") == 2
     assert value(samples, "comments_stream_lag_seconds") == 2.5
     assert value(samples, "comments_stream_events_total") == 41
     assert value(samples, "comments_stream_gaps_total") == 1
+    ended = "comments_subscriptions_ended_total"
+    assert value(samples, ended, code="TOO_SLOW") == 1
+    assert value(samples, ended, code="EVENTS_LOST") == 2
+    assert value(samples, "comments_http_refusals_total", reason="max_connections") == 1
+    assert value(samples, "comments_websocket_refusals_total", reason="per_address") == 1
+    assert value(samples, "comments_storage_throttles_total", operation="query") == 1
+    assert value(samples, "comments_storage_retries_total", reason="sdk") == 2
+    assert value(samples, "comments_storage_retries_total", reason="unprocessed") == 0
+    # Label values known in advance are there at 0 before anything happens, so that the
+    # first event shows as an increase.
+    for reason in ("max_connections", "head_too_large", "head_timeout"):
+        assert ("comments_http_refusals_total", frozenset({("reason", reason)})) in before
+    assert ("comments_subscriptions_ended_total", frozenset({("code", "TOO_SLOW")})) in before
     # Once the application has stopped, they do nothing again.
     metrics.subscriptions_open(1)
+
+
+async def test_the_process_exports_its_build_cpu_and_memory(table: TableRef) -> None:
+    pid = str(os.getpid())
+    cpu, memory = "comments_process_cpu_seconds_total", "comments_process_resident_memory_bytes"
+    async with serving(table) as http:
+        first = await scrape(http)
+        # Work the next scrape must show: CPU time, and 64 MB written (resident, not only
+        # reserved).
+        spent = time.process_time() + 0.2
+        while time.process_time() < spent:
+            sum(range(10_000))
+        held = b"x" * (64 << 20)
+        second = await scrape(http)
+        del held
+    assert value(first, "comments_build_info", version=version()) == 1
+    assert version() != "unknown"  # scripts/setup installs the project into .venv
+    assert value(first, cpu, pid=pid) > 0
+    assert value(second, cpu, pid=pid) - value(first, cpu, pid=pid) >= 0.2
+    assert value(second, memory, pid=pid) - value(first, memory, pid=pid) >= 60 << 20
+    # One process: nothing to restart.
+    assert value(second, "comments_worker_restarts_total") == 0
+
+
+def _client_error(code: str, retries: int, **extra: Any) -> ClientError:
+    error: dict[str, Any] = {
+        "Error": {"Code": code, "Message": "from the test"},
+        "ResponseMetadata": {"RetryAttempts": retries},
+        **extra,
+    }
+    return ClientError(error, "Call")
+
+
+class Throttling(ClientWrapper):
+    """DynamoDB as it answers when it throttles: reads throttled after two SDK retries,
+    transactions cancelled by a conflict. Other calls go through."""
+
+    def __init__(self, inner: DynamoClient) -> None:
+        super().__init__(inner)
+        self.calls: list[str] = []
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation in ("get_item", "batch_get_item", "query"):
+            self.calls.append(operation)
+            raise _client_error("ProvisionedThroughputExceededException", 2)
+        if operation == "transact_write_items":
+            self.calls.append(operation)
+            reasons = [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * 3
+            raise _client_error("TransactionCanceledException", 0, CancellationReasons=reasons)
+        return await super()._call(operation, kwargs)
+
+
+async def test_storage_throttling_and_retries_are_counted(table: TableRef) -> None:
+    throttling = Throttling(table.client)
+    token = mint(SECRET, "metrics-writer")
+    async with serving(table, client=throttling) as http:
+        read = (await http.post("/graphql", json={"query": STATS})).json()
+        assert read["errors"][0]["extensions"]["code"] == "STORAGE_UNAVAILABLE"
+        reads = len(throttling.calls)
+        assert reads >= 1
+        headers = {"authorization": f"Bearer {token}"}
+        write = (await http.post("/graphql", json={"query": POST}, headers=headers)).json()
+        assert write["errors"][0]["extensions"]["code"] == "CONFLICT", write
+        samples = await scrape(http)
+    writes = throttling.calls[reads:]
+    assert set(writes) == {"transact_write_items"}
+    throttled = {
+        operation: value(samples, "comments_storage_throttles_total", operation=operation)
+        for operation in set(throttling.calls[:reads])
+    }
+    assert throttled == {o: throttling.calls[:reads].count(o) for o in throttled}
+    retries = "comments_storage_retries_total"
+    assert value(samples, retries, reason="sdk") == 2 * reads
+    # Each cancelled transaction is written again, until the attempts run out.
+    assert value(samples, retries, reason="transaction") == len(writes) > 1
+    assert value(samples, "comments_storage_throttles_total", operation="transact_write_items") == 0
 
 
 async def test_metrics_off_serves_nothing(table: TableRef) -> None:
@@ -235,35 +348,3 @@ def test_metrics_settings() -> None:
     with pytest.raises(ValueError, match="METRICS_PORT must differ from PORT"):
         Settings(production=True, port=9464, **endpoint)
     assert Settings(metrics="on", port=9464, **endpoint).metrics_mode == "on"
-
-
-def _promql_of_the_manual() -> list[str]:
-    """The queries of the promql blocks of the manual's metrics page (docs/operations.md),
-    one per paragraph, comments left out."""
-    page = (ROOT / "docs" / "operations.md").read_text()
-    blocks = re.findall(r"```promql\n(.*?)```", page, flags=re.DOTALL)
-    queries = []
-    for block in blocks:
-        for paragraph in block.split("\n\n"):
-            lines = [line for line in paragraph.splitlines() if not line.startswith("#")]
-            if lines:
-                queries.append("\n".join(lines))
-    return queries
-
-
-async def test_the_dashboard_and_the_manual_query_only_metrics_the_server_exports(
-    table: TableRef,
-) -> None:
-    async with serving(table) as http:
-        await http.post("/graphql", json={"query": STATS})
-        await http.post("/graphql", json={"query": "{"})
-        exported = {name for name, _ in await scrape(http)}
-    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
-    queries = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-    manual = _promql_of_the_manual()
-    assert len(queries) >= 10
-    assert len(manual) >= 8
-    for query in queries + manual:
-        used = set(METRIC_NAME.findall(query))
-        assert used, query
-        assert used <= exported, (query, used - exported)

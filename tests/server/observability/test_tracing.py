@@ -1,18 +1,35 @@
-"""Traces: a span per request continuing the caller's trace, a child span per storage call."""
+"""Traces: a span per request continuing the caller's trace, a child span per storage call;
+the request's log lines carry its trace; a ratio sampler, checked at start like every
+setting."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import io
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import httpx
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    TraceIdRatioBased,
+)
 from opentelemetry.trace import SpanKind
+from pydantic import ValidationError
 
+from server.cli import main
 from server.http.app import create_app
-from server.observability.tracing import Tracing
+from server.observability.logs import JsonFormatter
+from server.observability.tracing import Tracing, sampler
 from server.settings import Settings
 from storage.engine.table import TableRef
 from tests.api_helpers import SECRET
@@ -24,9 +41,12 @@ PAGE = """query ProductPage {
 
 
 @asynccontextmanager
-async def traced(table: TableRef) -> AsyncIterator[tuple[httpx.AsyncClient, InMemorySpanExporter]]:
+async def traced(
+    table: TableRef, **overrides: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, InMemorySpanExporter]]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    # As the server samples in development: the caller's decision, else every request.
+    provider = TracerProvider(sampler=sampler("parentbased_traceidratio", 1.0))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     settings = Settings(
         dynamodb_endpoint_url="http://unused.invalid",
@@ -34,6 +54,7 @@ async def traced(table: TableRef) -> AsyncIterator[tuple[httpx.AsyncClient, InMe
         jwt_secret=SECRET,
         gc_freeze=False,
         metrics="off",
+        **overrides,
     )
     app = create_app(settings, client=table.client, tracing=Tracing(provider))
     async with (
@@ -111,3 +132,117 @@ def test_tracing_is_off_without_an_endpoint() -> None:
     assert not Settings(jwt_secret=SECRET).tracing_on
     assert not Settings(jwt_secret=SECRET, otel_exporter_otlp_endpoint="").tracing_on
     assert Settings(jwt_secret=SECRET, otel_exporter_otlp_endpoint="http://c:4318").tracing_on
+
+
+@contextmanager
+def request_lines() -> Iterator[io.StringIO]:
+    """The request lines (comments.requests) as LOG_FORMAT=json writes them."""
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("comments.requests")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield written
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+async def test_a_sampled_requests_log_lines_carry_its_trace(table: TableRef) -> None:
+    json_lines = {"log_format": "json", "access_log": True}
+    with request_lines() as written:
+        async with traced(table, **json_lines) as (http, exporter):
+            sampled = await http.post(
+                "/graphql",
+                json={"query": PAGE},
+                headers={"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"},
+            )
+            # The caller decided against tracing it: no span, and no trace to lead to.
+            unsampled = await http.post(
+                "/graphql",
+                json={"query": PAGE},
+                headers={"traceparent": f"00-{'5' * 32}-{PARENT_ID}-00"},
+            )
+            spans = _server_spans(exporter.get_finished_spans())
+    lines = {
+        entry["request_id"]: entry
+        for entry in map(json.loads, written.getvalue().splitlines())
+        if entry["message"] == "request"
+    }
+    [span] = spans
+    assert span.context is not None
+    line = lines[sampled.headers["x-request-id"]]
+    assert line["trace_id"] == TRACE_ID
+    assert line["span_id"] == format(span.context.span_id, "016x")
+    quiet = lines[unsampled.headers["x-request-id"]]
+    assert "trace_id" not in quiet
+    assert "span_id" not in quiet
+
+
+def _described(chosen: Sampler) -> str:
+    return chosen.get_description()
+
+
+def test_a_ratio_sampler_follows_the_caller_and_samples_the_rest_at_its_ratio() -> None:
+    assert _described(sampler("parentbased_traceidratio", 0.1)) == _described(
+        ParentBased(TraceIdRatioBased(0.1))
+    )
+    assert _described(sampler("traceidratio", 0.25)) == _described(TraceIdRatioBased(0.25))
+    assert sampler("always_off", 1.0) is ALWAYS_OFF
+    assert _described(sampler("parentbased_always_on", 1.0)) == _described(ParentBased(ALWAYS_ON))
+
+
+def test_production_samples_a_tenth_and_development_every_request() -> None:
+    production: dict[str, Any] = {
+        "production": True,
+        "dynamodb_endpoint_url": "http://db:8000",
+        "author_id_key": SECRET,
+    }
+    assert Settings(jwt_secret=SECRET).traces_sampler == ("parentbased_traceidratio", 1.0)
+    assert Settings(jwt_secret=SECRET, **production).traces_sampler == (
+        "parentbased_traceidratio",
+        0.1,
+    )
+    assert Settings(
+        jwt_secret=SECRET, otel_traces_sampler_arg=0.5, **production
+    ).traces_sampler == ("parentbased_traceidratio", 0.5)
+    assert Settings(jwt_secret=SECRET, otel_traces_sampler="always_on").traces_sampler[0] == (
+        "always_on"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variables", "problem"),
+    [
+        ({"OTEL_TRACES_SAMPLER": "sometimes"}, "error: OTEL_TRACES_SAMPLER: Input should be "),
+        ({"OTEL_TRACES_SAMPLER_ARG": "1.5"}, "error: OTEL_TRACES_SAMPLER_ARG: Input should be "),
+        (
+            {"OTEL_TRACES_SAMPLER_ARG": "a tenth"},
+            "error: OTEL_TRACES_SAMPLER_ARG: Input should be ",
+        ),
+        (
+            {"OTEL_TRACES_SAMPLER": "always_on", "OTEL_TRACES_SAMPLER_ARG": "0.5"},
+            "error: OTEL_TRACES_SAMPLER_ARG is a ratio: OTEL_TRACES_SAMPLER=always_on takes none",
+        ),
+    ],
+    ids=["unknown-sampler", "ratio-over-one", "ratio-not-a-number", "ratio-without-ratio-sampler"],
+)
+def test_serve_refuses_a_sampler_it_cannot_use_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variables: dict[str, str],
+    problem: str,
+) -> None:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(problem), err
+    assert err.count("\n") == 1, err
+    with pytest.raises(ValidationError):
+        Settings()

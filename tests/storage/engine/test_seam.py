@@ -1,7 +1,9 @@
-"""The seam (storage.engine.seam): every engine failure leaves storage as one of its own errors."""
+"""The seam (storage.engine.seam): every engine failure leaves storage as one of its own errors,
+and a watcher is told of retries and throttling as calls pass."""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import pytest
@@ -9,7 +11,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeou
 
 from storage.base import errors
 from storage.base.types import Response
-from storage.engine.seam import EngineSeam, at_seam
+from storage.engine.seam import EngineSeam, RetryReason, at_seam
 from storage.engine.table import TableRef
 from storage.ops.create import create_table
 from storage.ops.verify import scan_pages
@@ -135,3 +137,96 @@ async def test_reads_fail_as_storage_unavailable(read: Any) -> None:
     table = TableRef(_Failing(UNAVAILABLE), "comments")
     with pytest.raises(errors.StorageUnavailable):
         await read(table)
+
+
+class _Watcher:
+    """What a seam told it, in order."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str, int]] = []
+
+    def retried(self, reason: RetryReason, count: int) -> None:
+        self.told.append(("retried", reason, count))
+
+    def throttled(self, operation: str) -> None:
+        self.told.append(("throttled", operation, 1))
+
+
+class _Answering:
+    """A client whose every call answers with the given response."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+    def __getattr__(self, operation: str) -> Any:
+        async def call(**kwargs: Any) -> Response:
+            return self.response
+
+        return call
+
+
+def _cancelled(*codes: str) -> ClientError:
+    reasons = [{"Code": code} for code in codes]
+    return _client_error("TransactionCanceledException", CancellationReasons=reasons)
+
+
+RETRIED = {"ResponseMetadata": {"RetryAttempts": 2}}
+WATCHED: list[tuple[Any, str, list[tuple[str, str, int]]]] = [
+    (_Answering({"Items": []}), "query", []),
+    (_Answering({"Items": [], **RETRIED}), "query", [("retried", "sdk", 2)]),
+    (
+        _Answering({"UnprocessedKeys": {"t": {"Keys": [{}]}}}),
+        "batch_get_item",
+        [("retried", "unprocessed", 1)],
+    ),
+    (_Answering({"UnprocessedItems": {}}), "batch_write_item", []),
+    (
+        _Failing(_client_error("ProvisionedThroughputExceededException", **RETRIED)),
+        "get_item",
+        [("retried", "sdk", 2), ("throttled", "get_item", 1)],
+    ),
+    (_Failing(_client_error("InternalServerError", **RETRIED)), "query", [("retried", "sdk", 2)]),
+    (
+        _Failing(_cancelled("None", "TransactionConflict")),
+        "transact_write_items",
+        [("retried", "transaction", 1)],
+    ),
+    (
+        _Failing(_cancelled("ThrottlingError", "None")),
+        "transact_write_items",
+        [("throttled", "transact_write_items", 1), ("retried", "transaction", 1)],
+    ),
+    # A failed condition is not what the write computed from: not a retry of the same.
+    (
+        _Failing(_cancelled("ConditionalCheckFailed", "TransactionConflict")),
+        "transact_write_items",
+        [],
+    ),
+    (_Failing(_client_error("ConditionalCheckFailedException")), "update_item", []),
+    (_Failing(TimeoutError()), "query", []),
+]
+
+
+@pytest.mark.parametrize(
+    ("client", "operation", "told"), WATCHED, ids=[f"{c[1]}-{n}" for n, c in enumerate(WATCHED)]
+)
+async def test_a_watcher_is_told_of_retries_and_throttling(
+    client: Any, operation: str, told: list[tuple[str, str, int]]
+) -> None:
+    watcher = _Watcher()
+    seam = EngineSeam(client, watcher)
+    with suppress(errors.StorageError):
+        await getattr(seam, operation)()
+    assert watcher.told == told
+
+
+async def test_a_watched_seam_over_another_counts_each_call_once() -> None:
+    # The application's table: its client (already behind a seam) behind a watched seam,
+    # and a request's metered table behind a seam of its own, unwatched.
+    watcher = _Watcher()
+    inner = at_seam(_Failing(_client_error("ThrottlingException", **RETRIED)))
+    app_table = TableRef(EngineSeam(inner, watcher), "comments")
+    request_table = TableRef(EngineSeam(app_table.client), "comments")
+    with pytest.raises(errors.Throttled):
+        await request_table.client.query()
+    assert watcher.told == [("retried", "sdk", 2), ("throttled", "query", 1)]
