@@ -320,7 +320,7 @@ async def _open_table(
     served = opened if tracing is None else tracing.client(opened)
     # Every write asks the layout gate first (storage.engine.layout_check); the process that
     # serves keeps it up to date, and the parent of workers, which serves nothing, has none.
-    gate = LayoutGate(enforced=follow)
+    gate = LayoutGate(enforced=follow, write_window=client_settings.longest_call_seconds)
     table = _table(FencedWrites(served, gate), settings).keep(gate)
     created = False
     if settings.creates_table:
@@ -408,6 +408,8 @@ async def _start_checking(stack: AsyncExitStack, table: TableRef, gate: LayoutGa
             await check_layout(table, gate, me)
         except StorageError as exc:
             log.warning("table layout: the check failed (%s)", type(exc).__name__)
+        except Exception:  # a malformed item, say: the loop must outlive it
+            log.exception("table layout: the check failed")
 
     async def keep_checking() -> None:
         while True:

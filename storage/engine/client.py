@@ -40,6 +40,14 @@ class ClientSettings:
     # them, DynamoDB Local gets placeholders (it checks that some exist, not what they are).
     credentials_given: bool = False
 
+    @property
+    def longest_call_seconds(self) -> float:
+        """The longest one call may take from being sent to its last attempt's end: every
+        attempt's connect and read timeouts, and botocore's standard-mode backoff between
+        them (a random wait of up to 2**n seconds before attempt n + 1, at most 20)."""
+        backoff = sum(min(2.0**n, 20.0) for n in range(1, self.max_attempts))
+        return self.max_attempts * (self.connect_timeout + self.read_timeout) + backoff
+
 
 class _WireAttributeParser(AioJSONParser):  # type: ignore[misc]
     """DynamoDB's JSON-protocol parser, passing every AttributeValue through as decoded.

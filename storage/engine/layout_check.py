@@ -33,6 +33,7 @@ from storage.model.layout_version import (
     HEARTBEAT_LAYOUT_ATTR,
     HEARTBEAT_NAME_ATTR,
     HEARTBEAT_UNTIL_ATTR,
+    HEARTBEAT_WINDOW_ATTR,
     LAYOUT_VERSION_KEY,
     PROCESS_PK,
     Fit,
@@ -64,6 +65,9 @@ class LayoutGate:
     fenced: bool = False
     checked_at: float | None = None  # when the last good check started
     in_flight: int = 0  # writes sent and not yet answered
+    # Seconds one write may take from being sent to landing (the client's attempts,
+    # timeouts and backoff); published in the heartbeat, see ``FencedWrites``.
+    write_window: float = 0.0
     idle: asyncio.Event = field(default_factory=asyncio.Event)  # set while in_flight is 0
     clock: Callable[[], float] = field(default=time.monotonic)
 
@@ -101,7 +105,10 @@ class LayoutGate:
         if self.checked_at is None:
             return "the table's layout has not been read yet"
         if not self.lease_valid():
-            return "the table's layout could not be read for longer than the lease"
+            return (
+                "the table's layout could not be read and this process's heartbeat written "
+                "for longer than the lease"
+            )
         return advice(self.fit, self.table, self.code)
 
 
@@ -127,35 +134,63 @@ async def check_layout(
     process: ProcessId,
     *,
     wall: Callable[[], float] = time.time,
+    attempts: int = 3,
 ) -> Fit:
     """One check: read the item, close the gate at once if the fence excludes this code,
-    publish the heartbeat, then extend the lease. A failure (storage errors) leaves the
-    lease as it was: it runs out unless a later check succeeds."""
+    publish the heartbeat, read the item again, and extend the lease only when the second
+    read finds what the first did. A failure (storage errors, a malformed item) leaves the
+    lease as it was: it runs out unless a later check succeeds.
+
+    The second read is what makes a late heartbeat harmless: migrate-table raises the fence
+    and then reads the heartbeats; this reads the item after its heartbeat landed. Either
+    migrate-table sees the heartbeat (and waits for it), or this sees the fence.
+    """
     started, started_wall = gate.clock(), wall()
     layout = await read_table_layout(table)
-    found = fit(layout, gate.code)
-    if found is not gate.fit or gate.checked_at is None:
-        _say(found, layout, gate.code)
-    if not found.may_write:
-        # Closed before the heartbeat that says this process saw the fence, and that
-        # heartbeat waits for the writes already on their way: once migrate-table reads it,
-        # no write of the old shape can land any more.
-        gate.table, gate.fit, gate.fenced = layout, found, True
-        await gate.settled()
-    lease = layout.lease_seconds if layout is not None else DEFAULT_LEASE_SECONDS
-    heartbeat: Item = {
+    for _ in range(attempts):
+        found = fit(layout, gate.code, seen=gate.table)
+        if found is not gate.fit or gate.checked_at is None:
+            _say(found, layout, gate.code)
+        if not found.may_write:
+            # Closed before the heartbeat that says this process saw the fence, and that
+            # heartbeat waits for the writes already on their way: once migrate-table reads
+            # it, no write of the old shape can land any more.
+            gate.fit, gate.fenced = found, True
+            if layout is not None:
+                gate.table = layout
+            await gate.settled()
+        await table.client.put_item(
+            TableName=table.name, Item=_heartbeat(gate, process, layout, started_wall)
+        )
+        again_at, again_wall = gate.clock(), wall()
+        again = await read_table_layout(table)
+        if again == layout:
+            if layout is not None:
+                gate.table = layout
+            gate.fit, gate.fenced = found, not found.may_write
+            gate.checked_at = started  # after the heartbeat: never a lease nobody can see
+            return found
+        # The item changed while the heartbeat was on its way: start again from the second
+        # read, the lease counted from when it was sent.
+        layout, started, started_wall = again, again_at, again_wall
+    raise StorageUnavailable("the table's layout kept changing while it was checked")
+
+
+def _heartbeat(
+    gate: LayoutGate, process: ProcessId, layout: TableLayout | None, started_wall: float
+) -> Item:
+    seen = layout if layout is not None else gate.table
+    lease = layout.lease_seconds if layout is not None else gate.lease_seconds
+    return {
         "PK": {"S": PROCESS_PK},
         "SK": {"S": process.key},
         HEARTBEAT_NAME_ATTR: {"S": process.name},
         HEARTBEAT_LAYOUT_ATTR: {"N": str(gate.code)},
-        HEARTBEAT_FENCE_ATTR: {"N": str(layout.writers if layout is not None else 0)},
+        HEARTBEAT_FENCE_ATTR: {"N": str(seen.writers if seen is not None else 0)},
         HEARTBEAT_UNTIL_ATTR: {"N": f"{started_wall + lease:.3f}"},
+        HEARTBEAT_WINDOW_ATTR: {"N": f"{gate.write_window:.3f}"},
         TTL_ATTR: {"N": str(int(started_wall) + HEARTBEAT_KEPT)},
     }
-    await table.client.put_item(TableName=table.name, Item=heartbeat)
-    gate.table, gate.fit, gate.fenced = layout, found, not found.may_write
-    gate.checked_at = started  # after the heartbeat: never a lease nobody can see
-    return found
 
 
 def _say(found: Fit, layout: TableLayout | None, code: int) -> None:
@@ -182,6 +217,12 @@ class FencedWrites(ClientWrapper):
             raise StorageUnavailable(f"{operation} refused: {self.gate.reason()}")
         self.gate.sent()
         try:
-            return await super()._call(operation, kwargs)
-        finally:
-            self.gate.answered()
+            response = await super()._call(operation, kwargs)
+        except BaseException:
+            # No answer (an error, a timeout, the request's deadline cancelling it): the
+            # request may still be on its way and land later, so it counts as in flight
+            # for the longest a write may take.
+            asyncio.get_running_loop().call_later(self.gate.write_window, self.gate.answered)
+            raise
+        self.gate.answered()
+        return response

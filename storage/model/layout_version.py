@@ -39,7 +39,6 @@ import enum
 from dataclasses import dataclass
 
 from storage.base.types import Item
-from storage.model.items import number
 
 LAYOUT_VERSION_KEY: Item = {"PK": {"S": "LAYOUT"}, "SK": {"S": "VERSION"}}
 # The heartbeats' partition: one item per serving process, sort key its id.
@@ -55,10 +54,17 @@ HEARTBEAT_LAYOUT_ATTR = "layout"
 HEARTBEAT_FENCE_ATTR = "fenceSeen"
 HEARTBEAT_UNTIL_ATTR = "until"  # epoch seconds: the process writes nothing after this
 HEARTBEAT_NAME_ATTR = "process"  # host and pid, for people reading migrate-table's output
+# Seconds one of the process's writes may take from being sent to landing (its attempts,
+# timeouts and backoff): a write sent just before the lease ran out may land this much later.
+HEARTBEAT_WINDOW_ATTR = "writeWindow"
 
 # Seconds a process may go on writing after its last good read of the item. A process reads
 # it every LEASE / 4 seconds, so three reads in a row may fail before it stops writing.
 DEFAULT_LEASE_SECONDS = 60.0
+# The leases an item may name: a lease of 0 would have every process read and write without
+# pause, and one of days would let a process write that long without seeing a fence.
+MIN_LEASE_SECONDS = 0.5
+MAX_LEASE_SECONDS = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,17 +102,24 @@ class TableLayout:
 
     @classmethod
     def of(cls, item: Item | None) -> TableLayout | None:
-        """The layout an item records; None when there is no item."""
+        """The layout an item records; None when there is no item. ValueError for an item
+        that lacks a number or holds one out of range (edited by hand, say): unknown is
+        never taken for "anyone may write"."""
         if not item:
             return None
-        lease = float(item.get(LEASE_ATTR, {}).get("N", DEFAULT_LEASE_SECONDS))
-        return cls(
-            number(item, INDEXES_ATTR),
-            number(item, WRITERS_ATTR),
-            number(item, DATA_ATTR),
-            lease,
-            number(item, REVISION_ATTR),
-        )
+        try:
+            numbers = [int(item[a]["N"]) for a in (INDEXES_ATTR, WRITERS_ATTR, DATA_ATTR)]
+            lease = float(item[LEASE_ATTR]["N"])
+            revision = int(item[REVISION_ATTR]["N"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"the table's layout item is malformed ({exc!r})") from None
+        if min(numbers) < 0 or not MIN_LEASE_SECONDS <= lease <= MAX_LEASE_SECONDS:
+            raise ValueError(
+                f"the table's layout item is out of range: layouts {numbers}, lease {lease:g} s "
+                f"({MIN_LEASE_SECONDS:g} to {MAX_LEASE_SECONDS:g} s)"
+            )
+        indexes, writers, data = numbers
+        return cls(indexes, writers, data, lease, revision)
 
     @classmethod
     def new_table(cls, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> TableLayout:
@@ -136,6 +149,7 @@ class Fit(enum.Enum):
     READY = "ready"
     BACKFILL_PENDING = "backfill pending"  # serves; old comments lack the newest keys yet
     NO_LAYOUT = "no layout recorded"  # a table from before layout versions
+    LAYOUT_LOST = "layout item gone"  # read before, missing now: writes nothing until back
     TABLE_BEHIND = "table behind the code"  # indexes missing: run migrate-table
     CODE_BEHIND = "code behind the table"  # fenced: this process writes nothing
 
@@ -145,13 +159,16 @@ class Fit(enum.Enum):
 
     @property
     def may_write(self) -> bool:
-        return self is not Fit.CODE_BEHIND
+        return self not in (Fit.CODE_BEHIND, Fit.LAYOUT_LOST)
 
 
-def fit(table: TableLayout | None, code: int = CODE_LAYOUT) -> Fit:
-    """How code of layout ``code`` fits a table whose item says ``table``."""
+def fit(
+    table: TableLayout | None, code: int = CODE_LAYOUT, *, seen: TableLayout | None = None
+) -> Fit:
+    """How code of layout ``code`` fits a table whose item says ``table``; ``seen``: what
+    this process read before (an item that vanished since may have held a fence)."""
     if table is None:
-        return Fit.NO_LAYOUT
+        return Fit.NO_LAYOUT if seen is None else Fit.LAYOUT_LOST
     if table.writers > code:
         return Fit.CODE_BEHIND
     if table.indexes < code:
@@ -168,7 +185,11 @@ def advice(found: Fit, table: TableLayout | None, code: int = CODE_LAYOUT) -> st
             "the table records no layout (made before layout versions): run "
             "`comments migrate-table` with this release"
         )
-    assert table is not None
+    if found is Fit.LAYOUT_LOST or table is None:
+        return (
+            "the table's layout item is gone since this process read it: `comments "
+            "migrate-table` records it again (this process writes nothing meanwhile)"
+        )
     if found is Fit.CODE_BEHIND:
         return (
             f"this code writes layout {code}, and the table admits writers of layout "

@@ -39,7 +39,13 @@ from storage.base.errors import ConditionFailed, StorageUnavailable
 from storage.base.expressions import Attr, put_request
 from storage.engine.layout_check import read_table_layout
 from storage.engine.table import TableRef
-from storage.model.indexes import STREAM_SPECIFICATION, Index, index_attributes, index_definition
+from storage.model.indexes import (
+    HELPFUL_SORT_KEY,
+    STREAM_SPECIFICATION,
+    Index,
+    index_attributes,
+    index_definition,
+)
 from storage.model.items import is_comment_item
 from storage.model.layout_version import (
     CODE_LAYOUT,
@@ -47,6 +53,7 @@ from storage.model.layout_version import (
     HEARTBEAT_LAYOUT_ATTR,
     HEARTBEAT_NAME_ATTR,
     HEARTBEAT_UNTIL_ATTR,
+    HEARTBEAT_WINDOW_ATTR,
     PROCESS_PK,
     REVISION_ATTR,
     TableLayout,
@@ -56,10 +63,12 @@ from storage.ops.create import ensure_ttl
 from storage.ops.verify import comment_drift, comment_repair_request, scan_pages
 
 Progress = Callable[[str], None]
-# Seconds added to a heartbeat's lease before it counts as run out: the clocks of the host
-# that wrote it and of this one may disagree, and a write sent just before the lease ran
-# out may still be on its way (the storage timeout bounds it).
+# Seconds added to a heartbeat's lease, besides the process's own write window, before it
+# counts as run out: the clocks of the host that wrote it and of this one may disagree.
 CLOCK_MARGIN = 15.0
+# A heartbeat that names no write window (none written by this code does): as long as a
+# write may take with the default client settings, rounded up.
+UNKNOWN_WINDOW = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +80,15 @@ class Heartbeat:
     layout: int
     fence_seen: int
     until: float  # epoch seconds
+    window: float  # seconds a write it sent may take to land
 
     def can_write_old_shape(self, target: int, now: float, margin: float = CLOCK_MARGIN) -> bool:
-        """Whether this process may still write a shape older than ``target``."""
-        return self.layout < target and self.fence_seen < target and now < self.until + margin
+        """Whether this process may still write a shape older than ``target``: it has not
+        acknowledged the fence (the acknowledgement waits for its writes in flight), and a
+        write it sent before its lease ran out may still land."""
+        if self.layout >= target or self.fence_seen >= target:
+            return False
+        return now < self.until + self.window + margin
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +277,7 @@ async def read_heartbeats(table: TableRef) -> list[Heartbeat]:
                     int(item[HEARTBEAT_LAYOUT_ATTR]["N"]),
                     int(item[HEARTBEAT_FENCE_ATTR]["N"]),
                     float(item[HEARTBEAT_UNTIL_ATTR]["N"]),
+                    float(item.get(HEARTBEAT_WINDOW_ATTR, {}).get("N", UNKNOWN_WINDOW)),
                 )
             )
         if "LastEvaluatedKey" not in response:
@@ -319,7 +334,11 @@ async def repair_index_keys(table: TableRef, say: Progress) -> tuple[int, int]:
             if not is_comment_item(item):
                 continue
             drift = comment_drift(item, None)
-            if drift is None or not drift.wrong_keys:
+            # An HSK that is there but lags a vote is the vote's follow-up to finish (by
+            # design, storage.writes.ballots), not an old shape: rewriting it would race
+            # every vote on a busy comment and never settle.
+            lagging = drift is not None and drift.wrong_keys == (HELPFUL_SORT_KEY,)
+            if drift is None or not drift.wrong_keys or (lagging and HELPFUL_SORT_KEY in item):
                 continue
             try:
                 await table.client.put_item(**comment_repair_request(table, drift))

@@ -434,7 +434,10 @@ def comment_repair_request(table: TableRef, drift: VoteDrift) -> dict[str, Any]:
     fixed = replace(item_to_comment(drift.raw), helpful=helpful, not_helpful=not_helpful)
     version = item_version(drift.raw)
     item = comment_to_item(fixed, version=version + 1, holds_slot=holds_slot(drift.raw))
-    return put_request(table.name, item, Attr(VERSION_ATTR).eq(version))
+    # A comment from before versions has none: the condition is that it still has none.
+    stored = Attr(VERSION_ATTR)
+    unchanged = stored.not_exists() if VERSION_ATTR not in drift.raw else stored.eq(version)
+    return put_request(table.name, item, unchanged)
 
 
 def _slot_repair_request(table: TableRef, drift: SlotDrift) -> dict[str, Any]:
