@@ -66,6 +66,10 @@ class InvalidRating(InvalidInput):
     """A rating outside 1 to 5, or a rating filter that is empty or repeats itself."""
 
 
+class InvalidFacet(InvalidInput):
+    """A facet value (an attribute's key or value, a topic) keys cannot carry."""
+
+
 class InvalidCommentId(InvalidInput):
     """A comment id that is not one this layer makes (32 lower-case hex digits)."""
 

@@ -1,0 +1,87 @@
+"""Facet values, their keys, and the transaction budget that bounds them per comment."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from storage.base.errors import InvalidFacet
+from storage.model.facets import (
+    ACTION_BUDGET,
+    MAX_FACET_VALUES,
+    TRANSACTION_ACTIONS,
+    FacetKind,
+    FacetValue,
+    Scope,
+    counter_attr,
+    counter_sk,
+    entry_sk,
+    facet_lang_partition,
+    facet_partition,
+    transaction_actions,
+)
+
+parts = st.from_regex(r"[a-z0-9][a-z0-9._:-]{0,20}", fullmatch=True)
+
+
+@given(key=parts, value=parts, topic=parts)
+def test_a_token_names_its_value_and_nothing_else(key: str, value: str, topic: str) -> None:
+    for facet in (FacetValue.attribute(key, value), FacetValue.topic(topic)):
+        assert FacetValue.parse(facet.token) == facet
+        assert "#" not in facet.token
+        assert "/" not in facet.token
+    assert FacetValue.parse("photos").kind is FacetKind.PHOTOS
+    assert FacetValue.parse("*").kind is FacetKind.GROUP_ALL
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("fit#1", "small"), ("fit", "small/large"), ("fit", "a=b"), ("", "x"), ("Fit", "x")],
+)
+def test_a_part_keys_cannot_carry_is_refused(key: str, value: str) -> None:
+    with pytest.raises(InvalidFacet):
+        FacetValue.attribute(key, value)
+
+
+def test_unknown_tokens_are_refused() -> None:
+    for token in ("x:fit", "a:fit", "t:", "photo", ""):
+        with pytest.raises(InvalidFacet):
+            FacetValue.parse(token)
+
+
+def test_the_keys_of_an_entry_and_its_counter() -> None:
+    fit = FacetValue.attribute("fit", "small")
+    product, group = Scope.product("sku-1"), Scope.group("boot-x")
+    assert entry_sk(product, fit) == "FACET#P:sku-1#a:fit=small"
+    assert entry_sk(group, fit) == "FACET#G:boot-x#a:fit=small"
+    assert facet_partition(group, fit, 4) == "F#G:boot-x#a:fit=small#4"
+    assert facet_lang_partition(product, fit, "pt-BR", 2) == "F#P:sku-1#a:fit=small#pt-br#2"
+    assert (product.pk, group.pk) == ("PRODUCT#sku-1", "GROUP#boot-x")
+    assert counter_sk(FacetValue.topic("battery-life")) == "F#t:battery-life"
+    assert counter_attr("v", None, 5) == "v#*#5"
+    assert counter_attr("c", "de", 1) == "c#de#1"
+
+
+def _values(prefix: str, n: int) -> frozenset[FacetValue]:
+    return frozenset(FacetValue.topic(f"{prefix}{i}") for i in range(n))
+
+
+def test_the_largest_edit_of_the_largest_comment_fits_with_room_to_spare() -> None:
+    # Every value replaced by another, in a group: each value of either side moves an
+    # entry and a counter item in both scopes.
+    before, after = _values("old", MAX_FACET_VALUES), _values("new", MAX_FACET_VALUES)
+    worst = transaction_actions(before, after, grouped=True)
+    assert worst == 8 + 4 + 2 * MAX_FACET_VALUES * 2 * 2
+    assert worst <= ACTION_BUDGET < TRANSACTION_ACTIONS
+    # One more value each side would not fit the budget: the maxima are the limit.
+    bigger = transaction_actions(
+        _values("old", MAX_FACET_VALUES + 1), _values("new", MAX_FACET_VALUES + 1), grouped=True
+    )
+    assert bigger > ACTION_BUDGET
+
+
+def test_a_create_outside_a_group_costs_two_actions_per_value() -> None:
+    three = _values("t", 3)
+    assert transaction_actions(frozenset(), three, grouped=False) == 8 + 6
+    assert transaction_actions(three, three, grouped=False) == 8 + 6
