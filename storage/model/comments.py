@@ -8,8 +8,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from storage.base.errors import InvalidPageRequest
+from storage.base.errors import InvalidFacet, InvalidPageRequest
 from storage.model import keys, rules
+from storage.model.facets import MAX_FACET_VALUES, FacetKind, FacetValue
 from storage.model.rules import (
     AUTHOR_MAX,
     _check_token,
@@ -111,6 +112,11 @@ class Comment:
     # Viewers' helpful votes (one per viewer, kept as items under the comment).
     helpful: int = 0
     not_helpful: int = 0
+    # Its facet values (answers to the shop's questions, topics; storage.model.facets):
+    # while published, it is in each value's listings and counted in each value's counters.
+    facets: frozenset[FacetValue] = frozenset()
+    # The reviewer received something for it (disclosed; set on create, never edited).
+    incentivized: bool = False
 
     @property
     def revised_at(self) -> str:
@@ -155,6 +161,8 @@ class NewComment:
     author_name: str | None = None
     # Derived by the API from the author's token, never taken from what a client sends.
     verified: bool = False
+    facets: frozenset[FacetValue] = frozenset()
+    incentivized: bool = False
 
     def __post_init__(self) -> None:
         rules.validate_product_id(self.product_id)
@@ -172,6 +180,7 @@ class NewComment:
         check_idempotency_key(self.idempotency_key)
         if self.created_at is not None:
             keys.parse_timestamp(self.created_at)
+        check_facets(self.facets)
 
     def stored_as(
         self,
@@ -195,6 +204,8 @@ class NewComment:
             status=status,
             verified=self.verified,
             submitted_at=created_at if status is Status.PENDING else None,
+            facets=self.facets,
+            incentivized=self.incentivized,
         )
 
 
@@ -292,3 +303,16 @@ class ListingFilter:
         if self.language is not None:
             object.__setattr__(self, "language", rules.validate_language(self.language))
         object.__setattr__(self, "ratings", rules.validate_ratings(self.ratings))
+
+
+def check_facets(facets: frozenset[FacetValue]) -> None:
+    """A comment's own facet values: answers and topics, at most ``MAX_FACET_VALUES``, one
+    answer per attribute (the group's listing value is the writer's, never the comment's)."""
+    if len(facets) > MAX_FACET_VALUES:
+        raise InvalidFacet(f"a comment has at most {MAX_FACET_VALUES} facet values")
+    kinds = {f.kind for f in facets}
+    if FacetKind.GROUP_ALL in kinds:
+        raise InvalidFacet("the group's listing is not a value a comment names")
+    answered = [f.key for f in facets if f.kind is FacetKind.ATTRIBUTE]
+    if len(answered) != len(set(answered)):
+        raise InvalidFacet("an attribute is answered once")

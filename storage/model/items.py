@@ -7,6 +7,7 @@ from __future__ import annotations
 from storage.base.types import Item
 from storage.model import keys
 from storage.model.comments import REPORT_REASONS, Comment, Moderation, Reply, Status
+from storage.model.facets import FacetValue
 from storage.model.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
 
 # Bumped by every write to a comment; writes that move counters condition on it.
@@ -18,6 +19,8 @@ VERIFIED_ATTR = "verified"
 HELPFUL_ATTR = "helpful"
 VOTE_ATTR = "vote"  # a vote item's verdict
 NOT_HELPFUL_ATTR = "notHelpful"
+FACETS_ATTR = "facets"  # a string set of facet value tokens (storage.model.facets)
+INCENTIVIZED_ATTR = "incentivized"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
 EXPIRES_ATTR = TTL_ATTR
@@ -80,6 +83,10 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
     for name, count in ((HELPFUL_ATTR, comment.helpful), (NOT_HELPFUL_ATTR, comment.not_helpful)):
         if count:
             item[name] = {"N": str(count)}
+    if comment.facets:  # a string set cannot be empty: no facets, no attribute
+        item[FACETS_ATTR] = {"SS": sorted(f.token for f in comment.facets)}
+    if comment.incentivized:
+        item[INCENTIVIZED_ATTR] = {"BOOL": True}
     return item
 
 
@@ -151,6 +158,8 @@ def item_to_comment(item: Item) -> Comment:
         reply=reply,
         helpful=number(item, HELPFUL_ATTR),
         not_helpful=number(item, NOT_HELPFUL_ATTR),
+        facets=frozenset(FacetValue.parse(t) for t in item.get(FACETS_ATTR, {}).get("SS", [])),
+        incentivized=bool(item.get(INCENTIVIZED_ATTR, {}).get("BOOL", False)),
     )
 
 

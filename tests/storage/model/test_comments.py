@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from storage.base.errors import InvalidCommentText, InvalidPageRequest, InvalidRating
+from storage.base.errors import InvalidCommentText, InvalidFacet, InvalidPageRequest, InvalidRating
 from storage.model.comments import NewComment, PageRequest, RatingCounts
+from storage.model.facets import MAX_FACET_VALUES, FacetKind, FacetValue
+from storage.model.items import comment_to_item, item_to_comment
 
 
 def test_page_size_bounds() -> None:
@@ -90,3 +92,41 @@ def test_rating_counts() -> None:
     assert RatingCounts("42", None).average is None
     with pytest.raises(ValueError, match="non-negative"):
         RatingCounts("42", None, (1, -1, 0, 0, 0))
+
+
+def test_a_comment_keeps_its_facet_values_and_incentive_through_its_item() -> None:
+    new = NewComment(
+        "p1",
+        "en",
+        4,
+        "Fits well",
+        "ann",
+        facets=frozenset({FacetValue.attribute("fit", "small"), FacetValue.topic("battery")}),
+        incentivized=True,
+    )
+    comment = new.stored_as("0" * 32, "2026-11-28T10:00:00.000Z", None)
+    item = comment_to_item(comment)
+    assert item["facets"] == {"SS": ["a:fit=small", "t:battery"]}
+    assert item["incentivized"] == {"BOOL": True}
+    assert item_to_comment(item) == comment
+    # None of them: no attribute at all (a string set cannot be empty).
+    plain = comment_to_item(
+        NewComment("p1", "en", 4, "x", "a").stored_as("1" * 32, "2026-11-28T10:00:00.000Z", None)
+    )
+    assert "facets" not in plain
+    assert "incentivized" not in plain
+    assert item_to_comment(plain).facets == frozenset()
+
+
+@pytest.mark.parametrize(
+    "facets",
+    [
+        {FacetValue.attribute("fit", "small"), FacetValue.attribute("fit", "large")},
+        {FacetValue(FacetKind.GROUP_ALL)},
+        {FacetValue.topic(f"t{n}") for n in range(MAX_FACET_VALUES + 1)},
+    ],
+    ids=["answered-twice", "group-listing", "too-many"],
+)
+def test_a_comment_names_each_attribute_once_and_few_values(facets: set[FacetValue]) -> None:
+    with pytest.raises(InvalidFacet):
+        NewComment("p1", "en", 4, "x", "a", facets=frozenset(facets))
