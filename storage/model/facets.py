@@ -203,3 +203,85 @@ def transaction_actions(
     scopes = 2 if grouped else 1
     own = BASE_ACTIONS + (GROUP_ACTIONS if grouped else 0)
     return own + len(before | after) * scopes * 2
+
+
+# What a comment is, as facets see it: listed or not, and where it counts.
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A published comment's place in the facets: its scopes and its values in each (the
+    group's listing ``*`` in its group's scope), and what its counters count it as."""
+
+    language: str
+    rating: int
+    verified: bool
+    incentivized: bool
+    values: dict[Scope, frozenset[FacetValue]]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        language: str,
+        rating: int,
+        verified: bool,
+        incentivized: bool,
+        facets: frozenset[FacetValue],
+        product: Scope,
+        group: Scope | None,
+    ) -> Listed:
+        values = {product: facets}
+        if group is not None:
+            values[group] = facets | {FacetValue(FacetKind.GROUP_ALL)}
+        return cls(language, rating, verified, incentivized, values)
+
+    def counts(self) -> dict[str, int]:
+        """The counter attributes one value's counter item holds for this comment: 1 each."""
+        found = {}
+        for language in (self.language, None):
+            kinds = ["c"] + ["v"] * self.verified + ["i"] * self.incentivized
+            for kind in kinds:
+                found[counter_attr(kind, language, self.rating)] = 1
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class FacetMoves:
+    """What one transition does to facet items: entries to put (rewritten whole: a copy of
+    the comment as it becomes) or delete, and counter deltas per (scope, value)."""
+
+    put: frozenset[tuple[Scope, FacetValue]]
+    delete: frozenset[tuple[Scope, FacetValue]]
+    counters: dict[tuple[Scope, FacetValue], dict[str, int]]
+
+    @property
+    def actions(self) -> int:
+        """Transaction actions: one per entry, one per counter item with a delta."""
+        return len(self.put) + len(self.delete) + len(self.counters)
+
+
+def facet_moves(before: Listed | None, after: Listed | None) -> FacetMoves:
+    """The facet items' moves of a transition from ``before`` to ``after`` (None: not
+    listed: a create, a delete, a comment leaving or entering PUBLISHED). An entry is
+    rewritten whenever the comment stays listed in its value (the copy follows any change
+    of what a page shows); a counter item moves only by what differs."""
+    had = _pairs(before)
+    has = _pairs(after)
+    counters: dict[tuple[Scope, FacetValue], dict[str, int]] = {}
+    for pair in had | has:
+        deltas: dict[str, int] = {}
+        if before is not None and pair in had:
+            for name, n in before.counts().items():
+                deltas[name] = deltas.get(name, 0) - n
+        if after is not None and pair in has:
+            for name, n in after.counts().items():
+                deltas[name] = deltas.get(name, 0) + n
+        moved = {name: d for name, d in deltas.items() if d}
+        if moved:
+            counters[pair] = moved
+    return FacetMoves(frozenset(has), frozenset(had - has), counters)
+
+
+def _pairs(listed: Listed | None) -> set[tuple[Scope, FacetValue]]:
+    if listed is None:
+        return set()
+    return {(scope, value) for scope, values in listed.values.items() for value in values}

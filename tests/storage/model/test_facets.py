@@ -13,11 +13,13 @@ from storage.model.facets import (
     TRANSACTION_ACTIONS,
     FacetKind,
     FacetValue,
+    Listed,
     Scope,
     counter_attr,
     counter_sk,
     entry_sk,
     facet_lang_partition,
+    facet_moves,
     facet_partition,
     transaction_actions,
 )
@@ -85,3 +87,86 @@ def test_a_create_outside_a_group_costs_two_actions_per_value() -> None:
     three = _values("t", 3)
     assert transaction_actions(frozenset(), three, grouped=False) == 8 + 6
     assert transaction_actions(three, three, grouped=False) == 8 + 6
+
+
+# A model of transitions: random comments' states, moved one after another; the counter
+# deltas summed must equal a recount of the final states, and the entries present must be
+# exactly the final pairs. A move left out (say, the group scope on a language change)
+# makes a count drift.
+languages = st.sampled_from(["en", "de"])
+values = st.frozensets(
+    st.sampled_from(
+        [FacetValue.attribute("fit", "small"), FacetValue.topic("battery"), FacetValue.topic("fit")]
+    )
+)
+states = st.one_of(
+    st.none(),
+    st.builds(
+        lambda language, rating, verified, incentivized, facets, grouped: Listed.of(
+            language=language,
+            rating=rating,
+            verified=verified,
+            incentivized=incentivized,
+            facets=facets,
+            product=Scope.product("p1"),
+            group=Scope.group(grouped) if grouped else None,
+        ),
+        languages,
+        st.integers(1, 5),
+        st.booleans(),
+        st.booleans(),
+        values,
+        st.sampled_from([None, "g1", "g2"]),
+    ),
+)
+
+
+@given(st.lists(st.lists(states, min_size=1, max_size=6), min_size=1, max_size=4))
+def test_moves_summed_over_any_transitions_equal_a_recount(
+    lives: list[list[Listed | None]],
+) -> None:
+    counted: dict[tuple[Scope, FacetValue], dict[str, int]] = {}
+    entries: set[tuple[int, Scope, FacetValue]] = set()
+    for n, life in enumerate(lives):  # each list: one comment's states, in turn
+        previous: Listed | None = None
+        for state in life:
+            moves = facet_moves(previous, state)
+            for pair, deltas in moves.counters.items():
+                into = counted.setdefault(pair, {})
+                for name, delta in deltas.items():
+                    into[name] = into.get(name, 0) + delta
+                    assert into[name] >= 0  # a decrement never takes a count below zero
+            entries -= {(n, *pair) for pair in moves.delete}
+            entries |= {(n, *pair) for pair in moves.put}
+            previous = state
+    expected: dict[tuple[Scope, FacetValue], dict[str, int]] = {}
+    present: set[tuple[int, Scope, FacetValue]] = set()
+    for n, life in enumerate(lives):
+        final = life[-1]
+        if final is None:
+            continue
+        for scope, vals in final.values.items():
+            for value in vals:
+                present.add((n, scope, value))
+                into = expected.setdefault((scope, value), {})
+                for name, one in final.counts().items():
+                    into[name] = into.get(name, 0) + one
+    nonzero = {k: {a: c for a, c in v.items() if c} for k, v in counted.items()}
+    assert {k: v for k, v in nonzero.items() if v} == expected
+    assert entries == present
+
+
+def test_a_body_edit_rewrites_the_entries_and_moves_no_counter() -> None:
+    listed = Listed.of(
+        language="en",
+        rating=4,
+        verified=False,
+        incentivized=False,
+        facets=frozenset({FacetValue.topic("battery")}),
+        product=Scope.product("p1"),
+        group=Scope.group("g1"),
+    )
+    moves = facet_moves(listed, listed)
+    assert moves.counters == {}
+    assert len(moves.put) == 3  # the topic in both scopes, and the group's listing
+    assert moves.actions == 3
