@@ -5,9 +5,9 @@ The stats items' shape lives in ``storage.model.stats``."""
 from __future__ import annotations
 
 from storage.base.types import Item
-from storage.model import keys
+from storage.model import facets, keys
 from storage.model.comments import REPORT_REASONS, Comment, Moderation, Reply, Status
-from storage.model.facets import FacetValue
+from storage.model.facets import FacetValue, Scope
 from storage.model.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
 
 # Bumped by every write to a comment; writes that move counters condition on it.
@@ -199,3 +199,40 @@ SLOT_COUNT_ATTR = "n"
 
 def queue_count_key() -> Item:
     return {"PK": {"S": keys.QUEUE_PK}, "SK": {"S": keys.QUEUE_COUNT_SK}}
+
+
+# What an entry (storage.model.facets) must not carry of its comment's item: every other
+# index's keys (the entry would show in those listings twice), and what only the comment
+# itself holds. The author id, a byAuthor key, travels under another name.
+_NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
+    QUEUE_SORT_KEY,
+    HELPFUL_SORT_KEY,
+    VERSION_ATTR,
+    SLOT_ATTR,
+    FACETS_ATTR,
+}
+ENTRY_AUTHOR_ATTR = "entryAuthor"
+
+
+def entry_item(comment: Comment, scope: Scope, value: FacetValue) -> Item:
+    """The entry of ``comment`` for ``value`` in ``scope``: a copy of what a page shows of it,
+    in its own partition, keyed into both facet indexes and sorted like the listings."""
+    whole = comment_to_item(comment)
+    item = {name: v for name, v in whole.items() if name not in _NOT_IN_ENTRIES}
+    item[ENTRY_AUTHOR_ATTR] = whole["author"]
+    item["SK"] = {"S": facets.entry_sk(scope, value)}
+    item[facets.FACET_PARTITION] = {"S": facets.facet_partition(scope, value, comment.rating)}
+    item[facets.FACET_LANG_PARTITION] = {
+        "S": facets.facet_lang_partition(scope, value, comment.language, comment.rating)
+    }
+    return item
+
+
+def entry_key(comment_id: str, scope: Scope, value: FacetValue) -> Item:
+    return {"PK": {"S": keys.comment_pk(comment_id)}, "SK": {"S": facets.entry_sk(scope, value)}}
+
+
+def is_entry_item(item: Item) -> bool:
+    """A facet entry (``SK = FACET#...`` under a comment)."""
+    sk: str = item.get("SK", {}).get("S", "")
+    return sk.startswith(facets.ENTRY_PREFIX)

@@ -16,6 +16,7 @@ from storage.model import keys
 from storage.model.comments import Comment, ModerationMode, NewComment
 from storage.model.items import comment_to_item
 from storage.writes import counters, idempotency, limits
+from storage.writes.facet_parts import facet_parts
 from storage.writes.transaction import CallBudget, Part, transact
 
 COMMENT = "comment"
@@ -111,6 +112,7 @@ def _parts(
     parts.append(Part(COMMENT, {"Put": put}))
     parts += counters.parts(table, counters.moves(None, comment), five)
     parts += counters.queue_parts(table, None, comment)
+    parts += facet_parts(table, None, comment)
     parts.append(
         limits.product_part(
             table, comment.author_id, comment.product_id, 1, write_limits.per_product

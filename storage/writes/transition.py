@@ -30,6 +30,7 @@ from storage.model import rules
 from storage.model.comments import Comment
 from storage.model.items import comment_key, comment_to_item
 from storage.writes import counters
+from storage.writes.facet_parts import facet_parts
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import CallBudget, Part, transact
 
@@ -116,6 +117,7 @@ async def _commit(
         parts = [_comment_part(table, stored, change.after)]
         parts += counters.parts(table, product_moves, five)
         parts += counters.queue_parts(table, stored.comment, change.after)
+        parts += facet_parts(table, stored.comment, change.after)
         parts += change.parts
         cancel = await transact(table, parts, budget)
         if cancel is None:

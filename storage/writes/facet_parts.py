@@ -1,0 +1,72 @@
+"""The facet items' parts of a transition (``storage.model.facets``): every entry to put or
+delete and every counter item to move, in the comment's own transaction, so they are
+exact whenever the comment is.
+
+Entries are derived from the comment as it becomes, under the comment's version condition
+in the same transaction: they need no condition of their own. A counter's decrement
+conditions on the count holding what it takes away (below zero would be drift, which no
+retry mends: the transition then raises it, as for the stats items).
+"""
+
+from __future__ import annotations
+
+from storage.base.expressions import Attr, Update, delete_request, put_request
+from storage.engine.table import TableRef
+from storage.model.comments import Comment
+from storage.model.facets import Listed, Scope, counter_sk, facet_moves
+from storage.model.items import entry_item, entry_key
+from storage.writes.transaction import Part
+
+ENTRY = "facet entry"
+COUNTER = "facet counter"
+
+
+def listed(comment: Comment | None) -> Listed | None:
+    """The comment as facets count it: None unless published. (A product's group joins
+    here with groups.)"""
+    if comment is None or not comment.published:
+        return None
+    return Listed.of(
+        language=comment.language,
+        rating=comment.rating,
+        verified=comment.verified,
+        incentivized=comment.incentivized,
+        facets=comment.facets,
+        product=Scope.product(comment.product_id),
+        group=None,
+    )
+
+
+def facet_parts(table: TableRef, before: Comment | None, after: Comment | None) -> list[Part]:
+    """The parts that take the facet items from ``before`` to ``after`` (None: no comment)."""
+    moves = facet_moves(listed(before), listed(after))
+    if not (moves.put or moves.delete or moves.counters):
+        return []
+    either = after if after is not None else before
+    assert either is not None  # moves come from a comment that is, or was
+    parts: list[Part] = []
+    for n, (scope, value) in enumerate(sorted(moves.put, key=_order)):
+        assert after is not None
+        put = put_request(table.name, entry_item(after, scope, value))
+        parts.append(Part(f"{ENTRY} {n}", {"Put": put}))
+    for n, (scope, value) in enumerate(sorted(moves.delete, key=_order)):
+        key = entry_key(either.comment_id, scope, value)
+        parts.append(Part(f"{ENTRY} -{n}", {"Delete": delete_request(table.name, key)}))
+    for n, ((scope, value), deltas) in enumerate(sorted(moves.counters.items(), key=_first)):
+        u = Update()
+        for name, delta in sorted(deltas.items()):
+            u.add(name, delta)
+            if delta < 0:
+                u.condition(Attr(name).ge(-delta))
+        key = {"PK": {"S": scope.pk}, "SK": {"S": counter_sk(value)}}
+        parts.append(Part(f"{COUNTER} {n}", {"Update": u.request(table.name, key)}))
+    return parts
+
+
+def _order(pair: tuple[Scope, object]) -> tuple[str, str]:
+    scope, value = pair
+    return scope.token, str(value)
+
+
+def _first(item: tuple[tuple[Scope, object], object]) -> tuple[str, str]:
+    return _order(item[0])
