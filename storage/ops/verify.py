@@ -62,6 +62,7 @@ from storage.model.stats import (
     stats_key,
     unchanged_since,
 )
+from storage.ops.facet_check import EntryDrift, FacetCounterDrift, FacetTally, repair_facets
 from storage.writes.transaction import CallBudget, Part, transact
 
 # Every attribute an index keys on: a comment's place in each listing, in the helpful order
@@ -165,16 +166,26 @@ class Report:
     vote_drifts: tuple[VoteDrift, ...] = ()
     # The leaderboard's layout the entries were checked against (after the scan).
     layout: LeaderLayout = field(default_factory=LeaderLayout)
+    facet_drifts: tuple[FacetCounterDrift, ...] = ()
+    entry_drifts: tuple[EntryDrift, ...] = ()
 
     @property
     def exact(self) -> bool:
-        return not self.drifts and not self.slot_drifts and not self.vote_drifts
+        return not (
+            self.drifts
+            or self.slot_drifts
+            or self.vote_drifts
+            or self.facet_drifts
+            or self.entry_drifts
+        )
 
     def describe(self) -> list[str]:
         return (
             [d.describe() for d in self.drifts]
             + [d.describe() for d in self.slot_drifts]
             + [d.describe() for d in self.vote_drifts]
+            + [d.describe() for d in self.facet_drifts]
+            + [d.describe() for d in self.entry_drifts]
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -217,6 +228,18 @@ class Report:
                     "description": d.describe(),
                 }
                 for d in self.vote_drifts
+            ],
+            "facetCounts": [
+                {
+                    "key": list(d.key),
+                    "stored": d.stored,
+                    "expected": d.expected,
+                    "description": d.describe(),
+                }
+                for d in self.facet_drifts
+            ],
+            "facetEntries": [
+                {"key": list(d.key), "description": d.describe()} for d in self.entry_drifts
             ],
             "repaired": self.repaired,
             "skipped": self.skipped,
@@ -297,15 +320,19 @@ async def verify(
     # Per comment partition: the comment item, and its votes counted (helpful, not).
     comment_items: dict[str, Item] = {}
     votes: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+    facets = FacetTally()
     async for response in scan_pages(table, pace):
         for item in response.get("Items", []):
             pk, sk = item["PK"]["S"], item["SK"]["S"]
+            if facets.see(item):
+                continue
             if sk.startswith(keys.VOTE_PREFIX):
                 votes[pk][Vote(item[VOTE_ATTR]["S"]) is not Vote.HELPFUL] += 1
             elif is_comment_item(item):
                 comments += 1
                 comment_items[pk] = item
                 c = item_to_comment(item)
+                facets.comment(item, c)
                 if c.published:
                     count_in(tallies, c.product_id, c.language, c.rating, verified=c.verified)
                 if c.status is Status.PENDING:
@@ -349,6 +376,8 @@ async def verify(
         slot_drifts,
         vote_drifts=tuple(vote_drifts),
         layout=after,
+        facet_drifts=facets.counter_drifts(),
+        entry_drifts=facets.entry_drifts(),
     )
 
 
@@ -402,7 +431,8 @@ async def repair(table: TableRef, report: Report) -> Report:
             repaired += 1
         except ConditionFailed:
             skipped += 1
-    return replace(report, repaired=repaired, skipped=skipped)
+    fixed, left = await repair_facets(table, report.facet_drifts, report.entry_drifts)
+    return replace(report, repaired=repaired + fixed, skipped=skipped + left)
 
 
 def comment_drift(item: Item, votes: Sequence[int] | None) -> VoteDrift | None:

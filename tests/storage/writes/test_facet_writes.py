@@ -14,7 +14,7 @@ from storage.model import keys
 from storage.model.comments import ModerationMode, NewComment
 from storage.model.facets import COUNTER_PREFIX, FacetValue, facet_moves
 from storage.model.items import is_comment_item, is_entry_item, item_to_comment
-from storage.ops.verify import scan_pages
+from storage.ops.verify import repair, scan_pages, verify
 from storage.writes import create_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment
@@ -148,4 +148,45 @@ async def test_racing_transitions_leave_every_facet_exact(table: TableRef) -> No
                 pass  # not found (deleted), not published (no reply), a lost race given up
 
     await asyncio.gather(*(churn(seed) for seed in range(4)))
+    await _assert_exact(own)
+
+
+async def test_verify_recounts_facets_and_repairs_counters_and_entries(table: TableRef) -> None:
+    own = await own_table(table, "facetsverify")
+    new = NewComment("p1", "en", 4, "Fits", "ann", facets=frozenset({FIT, BATTERY}))
+    made = (await create_comment(own, new, backoff=FAST)).comment
+    assert (await verify(own)).exact
+    pk = keys.comment_pk(made.comment_id)
+    # A counter off by one, an entry gone, an entry left over, an entry keyed wrong.
+    await own.client.update_item(
+        TableName=own.name,
+        Key={"PK": {"S": "PRODUCT#p1"}, "SK": {"S": "F#a:fit=small"}},
+        UpdateExpression="ADD #c :one",
+        ExpressionAttributeNames={"#c": "c#en#4"},
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    await own.client.delete_item(
+        TableName=own.name, Key={"PK": {"S": pk}, "SK": {"S": "FACET#P:p1#t:battery"}}
+    )
+    await own.client.put_item(
+        TableName=own.name,
+        Item={"PK": {"S": pk}, "SK": {"S": "FACET#P:p1#t:loud"}, "FPK": {"S": "F#P:p1#t:loud#4"}},
+    )
+    await own.client.update_item(
+        TableName=own.name,
+        Key={"PK": {"S": pk}, "SK": {"S": "FACET#P:p1#a:fit=small"}},
+        UpdateExpression="SET FPK = :wrong",
+        ExpressionAttributeValues={":wrong": {"S": "F#P:p1#a:fit=small#1"}},
+    )
+    report = await verify(own)
+    assert len(report.facet_drifts) == 1
+    assert sorted(d.describe().rsplit(": ", 1)[1] for d in report.entry_drifts) == [
+        "facet entry keyed otherwise than its comment",
+        "facet entry left over",
+        "facet entry missing",
+    ]
+    assert report.to_json()["facetCounts"][0]["expected"] == {"c#en#4": 1, "c#*#4": 1}
+    fixed = await repair(own, report)
+    assert (fixed.repaired, fixed.skipped) == (4, 0)
+    assert (await verify(own)).exact
     await _assert_exact(own)
