@@ -46,15 +46,16 @@ import re
 from dataclasses import dataclass
 
 from storage.base.errors import InvalidFacet
+from storage.model.indexes import Index
 from storage.model.rules import validate_language, validate_product_id, validate_rating
 
 ENTRY_PREFIX = "FACET#"
 COUNTER_PREFIX = "F#"
 GROUP_PREFIX = "GROUP#"
-# The two generic indexes: their partition key attributes; both sort by GSISK.
-FACET_PARTITION = "FPK"
-FACET_LANG_PARTITION = "FLPK"
-FACET_INDEXES = {"facetByRating": FACET_PARTITION, "facetByLangAndRating": FACET_LANG_PARTITION}
+# The two generic indexes' partition key attributes; both sort by GSISK.
+FACET_PARTITION = Index.FACET_BY_RATING.partition_attr
+FACET_LANG_PARTITION = Index.FACET_BY_LANG_AND_RATING.partition_attr
+FACET_INDEXES = (Index.FACET_BY_RATING, Index.FACET_BY_LANG_AND_RATING)
 
 # Per comment (each value costs two actions per scope in the comment's transaction, four
 # in a group): answers to the shop's questions, topics tagged, and one for a photo.

@@ -51,6 +51,9 @@ class Index(enum.Enum):
     HELPFUL_ALL = "helpfulAll"
     HELPFUL_VERIFIED_BY_RATING = "helpfulVerifiedByRating"
     HELPFUL_VERIFIED_BY_LANG_AND_RATING = "helpfulVerifiedByLangAndRating"
+    # The two generic facet indexes (storage.model.facets): every facet kind's entries.
+    FACET_BY_RATING = "facetByRating"
+    FACET_BY_LANG_AND_RATING = "facetByLangAndRating"
 
     @property
     def partition_attr(self) -> str:
@@ -79,6 +82,8 @@ _PARTITION_ATTRS = {
     Index.VERIFIED_BY_LANG_AND_RATING: "GSI6PK",
     Index.BY_AUTHOR: "author",
     Index.MODERATION_QUEUE: "QPK",
+    Index.FACET_BY_RATING: "FPK",
+    Index.FACET_BY_LANG_AND_RATING: "FLPK",
 }
 # The indexes of a published comment's listings (their keys are removed when it leaves).
 LISTING_INDEXES = (

@@ -173,6 +173,21 @@ READS: tuple[ReadPattern, ...] = (
             Key(None, "PK = LAYOUT#PROCESS", "SK: <host>:<pid>:<nonce>"),
         ),
     ),
+    ReadPattern(
+        "AP19",
+        "one facet value's comments (an answer, a topic, a group's), all languages or one, "
+        "any ratings (being built: the API does not ask yet)",
+        "Query of each rating's partition, merged",
+        (
+            Key(Index.FACET_BY_RATING, "FPK = F#<scope>#<value>#<rating>", _NEWEST),
+            Key(
+                Index.FACET_BY_LANG_AND_RATING,
+                "FLPK = F#<scope>#<value>#<lang>#<rating>",
+                _NEWEST,
+            ),
+        ),
+        listing=True,
+    ),
 )
 
 WRITES: tuple[WritePattern, ...] = (

@@ -443,6 +443,9 @@ async def test_each_update_defines_only_the_new_index_keys(client: DynamoClient)
         ["GSI4PK", "HSK"],
         ["GSI5PK", "HSK"],
         ["GSI6PK", "HSK"],
+        # The facet indexes: every facet kind's entries, by rating, all languages or one.
+        ["FPK", "GSISK"],
+        ["FLPK", "GSISK"],
     ]
 
 
