@@ -19,7 +19,8 @@ tokens in every process (``STEMMER`` names the stemmers' version, which decides 
    each character, with the marks that follow it, is a token of its own and is never
    stemmed. A word list's entry in those scripts therefore matches wherever its
    characters stand one after the other: a substring match on the normalised text, in a
-   comment of any language. Letters of other scripts among them (a brand name in a
+   comment of any language (with spaces or hyphens between characters allowed, as
+   between a phrase's words). Letters of other scripts among them (a brand name in a
    Chinese comment) stay words.
 5. **Stemmed.** A token is stemmed with the Snowball algorithm of the language's primary
    subtag (``SNOWBALL``: ``de-ch`` is German), so "batteries" and "battery" share a stem.
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import bisect
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import snowballstemmer
@@ -135,7 +136,16 @@ def stemmer_name(language: str) -> str | None:
 def analyze(text: str, language: str) -> tuple[Token, ...]:
     """The tokens of ``text`` read in ``language`` (a lower-case, valid tag): in text order,
     in time linear in the text's length."""
+    return _analyze(text, _stemming(stemmer_name(language)))
+
+
+def analyze_all(texts: Iterable[str], language: str) -> list[tuple[Token, ...]]:
+    """``analyze`` of each text, with one stemmer that stems a word once (a word list)."""
     stem = _stemming(stemmer_name(language))
+    return [_analyze(text, stem) for text in texts]
+
+
+def _analyze(text: str, stem: Callable[[str], str]) -> tuple[Token, ...]:
     tokens: list[Token] = []
     for start, end, joined in _runs(text):
         for piece_start, piece_end, _ in _clusters(text, start, end):
@@ -149,7 +159,8 @@ def analyze(text: str, language: str) -> tuple[Token, ...]:
 
 def _stemming(name: str | None) -> Callable[[str], str]:
     """A stemming function of its own for one analysis: Snowball's stemmer objects keep
-    state between calls, so none is shared (across threads, say)."""
+    state between calls, so none is shared (across threads, say). What it remembers is
+    bounded by the text it analyses."""
     if name is None:
         return _same
     stemmer = snowballstemmer.stemmer(name)
