@@ -59,8 +59,8 @@ FACET_INDEXES = (Index.FACET_BY_RATING, Index.FACET_BY_LANG_AND_RATING)
 
 # Per comment (each value costs two actions per scope in the comment's transaction, four
 # in a group): answers to the shop's questions, topics tagged, and one for a photo.
-MAX_ATTRIBUTE_ANSWERS = 5
-MAX_TOPICS = 3
+MAX_ATTRIBUTE_ANSWERS = 4
+MAX_TOPICS = 4
 MAX_FACET_VALUES = MAX_ATTRIBUTE_ANSWERS + MAX_TOPICS + 1  # + photos
 # DynamoDB's actions per transaction, and what the largest transition may take of them.
 TRANSACTION_ACTIONS = 100

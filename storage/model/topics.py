@@ -87,6 +87,7 @@ from typing import Any, TypeVar
 
 from storage.base.errors import InvalidInput, InvalidLanguage, TextMissing, TextTooLong
 from storage.model import rules
+from storage.model.facets import MAX_TOPICS
 from storage.model.words import STEMMER, Token, analyze, analyze_all, stemmer_name
 
 FORMAT = 1
@@ -94,15 +95,12 @@ FORMAT = 1
 # tag any comment otherwise, so that a re-tag backfill follows.
 TAGGER_VERSION = f"topics-1/{STEMMER}"
 
-# At most this many tags on one comment. Each tag becomes items written in the comment's
-# transaction (DESIGN "Facets": entries in the topic's partitions with and without the
-# language, counters per scope, topic and language), and a DynamoDB transaction takes at
-# most 100 actions. An edit that replaces every topic moves 2 x 8 = 16 values: at four
-# actions a value (two entries, two counters) that is 64 for a product outside a group,
-# leaving 36 for the comment, its own counters and its attribute answers. The write
-# path's test of the largest edit is the judge: lower this if it does not fit. Few
-# reviews speak of more than eight themes; the most mentioned are the ones kept.
-TOPICS_PER_COMMENT_MAX = 8
+# At most this many tags on one comment: the facets' share for topics
+# (storage.model.facets.MAX_TOPICS). Each tag is a facet value, and every value moves an
+# entry and a counter item per scope in the comment's transaction, which DynamoDB bounds at
+# 100 actions: the facets' budget says how the values divide. Few reviews speak of more
+# themes than that; the most mentioned are the ones kept.
+TOPICS_PER_COMMENT_MAX = MAX_TOPICS
 # Topics in the taxonomy. The "customers mention" summary reads a counter per topic in
 # scope, two batches of 100 keys at most; every process holds the compiled words; and a
 # list a moderator can still review.
