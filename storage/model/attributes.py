@@ -49,9 +49,9 @@ from storage.model.rules import _check_text, validate_language
 ANSWERS_MAX = MAX_ATTRIBUTE_ANSWERS
 # Attributes per definition set (TOO_MANY_ATTRIBUTES) and values per CHOICE attribute
 # (TOO_MANY_VALUES): ``attributeSummary`` is one Query of the scope's counter items, one per
-# value, so at most 12 x 12 = 144 items of about a kilobyte each (plus retired values,
-# bounded by RETIRED_MAX): one page of DynamoDB's 1 MB. A form with more questions than
-# this is not answered anyway, and a reviewer answers at most ANSWERS_MAX of them.
+# value, so at most 12 x 12 = 144 items (and as many retired ones, RETIRED_MAX): one or two
+# pages of DynamoDB's 1 MB, by how many languages the counters count. A form with more
+# questions than this is not answered anyway; a reviewer answers ANSWERS_MAX at most.
 ATTRIBUTES_MAX = 12
 VALUES_MAX = 12
 # A CHOICE of fewer than two values asks nothing (TOO_FEW_VALUES).
@@ -61,13 +61,14 @@ VALUES_MIN = 2
 # to spare. Four UTF-8 bytes at most per character: DEFINITIONS_MAX_BYTES bounds the bytes.
 LABEL_MAX = 100
 LABEL_MAX_BYTES = LABEL_MAX * 4
-# Languages per label (TOO_MANY_LANGUAGES): the European Union's 24 official languages, the
-# widest set a shop we know of translates into.
+# Languages per label (TOO_MANY_LANGUAGES): a shop selling across the European Union labels
+# its questions in the Union's 24 official languages.
 LANGUAGES_MAX = 24
-# The whole set in UTF-8 bytes of every text it holds (DEFINITIONS_TOO_LARGE): it is one
-# item (DynamoDB: 400 KB) read by every create and edit to check the answers, so it costs
-# at most 16 read units (8 eventually consistent). The limits above alone would allow
-# about 12 x 13 x 24 labels of 400 bytes, 1.5 MB: this is the total that bounds them.
+# The whole set in UTF-8 bytes of every text it holds (DEFINITIONS_TOO_LARGE): stored as one
+# item (DynamoDB: 400 KB, field names and structure included, which this leaves room for),
+# it is read by every create and edit to check the answers, 16 read units at most (8
+# eventually consistent). The limits above alone would allow 12 x 13 x 24 labels of up to
+# 400 bytes, 1.5 MB: this is the total that bounds them.
 DEFINITIONS_MAX_BYTES = 64 * 1024
 # Key and value patterns (KEY_INVALID, VALUE_INVALID): lower-case words joined by '-',
 # a key starting with a letter. Both go into keys as a facet value's token
