@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from storage.base.errors import InvalidCommentText, InvalidLanguage, TextMissing, TextTooLong
 from storage.model import problems
-from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, FacetValue
+from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, FacetKind, FacetValue
 from storage.model.problems import Collector, Path, expect_list, expect_object, expect_string
 from storage.model.rules import _check_text, validate_language
 
@@ -265,6 +265,12 @@ class Answer:
     def facet(self) -> FacetValue:
         """The facet value the answer files its comment under."""
         return FacetValue.attribute(self.key, self.value)
+
+
+def answers_of(facets: Iterable[FacetValue]) -> tuple[Answer, ...]:
+    """A comment's answers from its facet values (topics and the rest left out), sorted by
+    key: what ``Comment.attributes`` shows and what ``validate_answers`` takes as stored."""
+    return tuple(sorted(Answer(f.key, f.value) for f in facets if f.kind is FacetKind.ATTRIBUTE))
 
 
 def parse_definitions(data: object, *, field: str = "definitions") -> DefinitionSet:

@@ -30,10 +30,11 @@ from storage.model.attributes import (
     Code,
     DefinitionSet,
     Labels,
+    answers_of,
     parse_definitions,
     validate_answers,
 )
-from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, FacetKind
+from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, FacetKind, FacetValue
 from storage.model.problems import MORE_PROBLEMS, PROBLEMS_MAX, InvalidFields
 
 Data = list[dict[str, Any]]
@@ -494,6 +495,24 @@ def test_any_valid_set_round_trips(
     definitions = parse_definitions(data)
     assert parse_definitions(definitions.to_data()) == definitions
     assert [d.key for d in definitions] == [key for key, _, _ in spec]
+
+
+def test_a_comments_answers_come_back_from_its_facet_values() -> None:
+    facets = frozenset(
+        {
+            FacetValue.attribute("would-recommend", "yes"),
+            FacetValue.topic("battery-life"),
+            FacetValue.attribute("fit", "small"),
+            FacetValue(FacetKind.PHOTOS),
+        }
+    )
+    answers = answers_of(facets)
+    assert answers == (Answer("fit", "small"), Answer("would-recommend", "yes"))
+    assert {a.facet for a in answers} == facets - {
+        FacetValue.topic("battery-life"),
+        FacetValue(FacetKind.PHOTOS),
+    }
+    assert answers_of(()) == ()
 
 
 # --- The values themselves keep their invariants ------------------------------------------
