@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from storage.base.errors import TextMissing
 from storage.model.attributes import (
     ATTRIBUTES_MAX,
+    DEFINITIONS_MAX_BYTES,
     VALUES_MAX,
     Answer,
     AttributeKind,
@@ -39,6 +40,10 @@ from storage.model.problems import Collector, Path, expect_list, expect_object, 
 # too; as many as a full definition set has values keeps that read within one Query page.
 # A change that would retire more is refused until a remap settles some.
 RETIRED_MAX = ATTRIBUTES_MAX * VALUES_MAX
+# The retired values in UTF-8 bytes of their texts, labels included (RETIRED_TOO_LARGE):
+# they are kept beside the definitions and read with them, and as many values each with
+# its attribute's labels in 24 languages could reach megabytes. The definitions' own bound.
+RETIRED_MAX_BYTES = DEFINITIONS_MAX_BYTES
 # A remap names each retired value at most once (TOO_MANY_MOVES above that).
 MOVES_MAX = RETIRED_MAX
 
@@ -52,6 +57,12 @@ class RetiredValue:
     value: str
     label: Labels  # the value's labels when it was retired
     attribute_label: Labels  # its attribute's labels then
+
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of every text it holds."""
+        own = len(f"{self.key}{self.kind.value}{self.value}".encode())
+        return own + self.label.size + self.attribute_label.size
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +107,9 @@ def retire(
 ) -> Retired:
     """The scope's retired values once ``new`` replaces ``old``: those of ``retired`` that
     ``new`` does not offer again, and every value of ``old`` it no longer offers. Or
-    InvalidFields: a key whose kind changes (KIND_CHANGED), or too many retired values."""
+    InvalidFields: a key whose kind changes (KIND_CHANGED), or more retired values than
+    the bounds allow (TOO_MANY_RETIRED, RETIRED_TOO_LARGE). A value is retired whether or
+    not an answer chose it: the caller may settle those its counters show unused."""
     out = Collector()
     kinds = {r.key: r.kind for r in retired}
     kinds.update((d.key, d.kind) for d in old)
@@ -122,6 +135,12 @@ def retire(
             "remap the answers of some first"
         )
         out.add((field,), Code.TOO_MANY_RETIRED, message)
+    elif sum(r.size for r in entries.values()) > RETIRED_MAX_BYTES:
+        message = (
+            f"the values left retired would hold more than {RETIRED_MAX_BYTES:,} bytes of "
+            "labels: remap the answers of some first"
+        )
+        out.add((field,), Code.RETIRED_TOO_LARGE, message)
     out.raise_any()
     return Retired(tuple(entries[pair] for pair in sorted(entries)))
 

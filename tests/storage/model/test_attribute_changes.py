@@ -13,6 +13,7 @@ from storage.model.attribute_changes import (
     MOVES_MAX,
     NOTHING_RETIRED,
     RETIRED_MAX,
+    RETIRED_MAX_BYTES,
     Move,
     Remap,
     Retired,
@@ -22,6 +23,7 @@ from storage.model.attribute_changes import (
 )
 from storage.model.attributes import (
     ATTRIBUTES_MAX,
+    LANGUAGES_MAX,
     VALUES_MAX,
     Answer,
     AttributeKind,
@@ -165,6 +167,50 @@ def test_too_many_retired_values_are_refused() -> None:
     again = defs(choice("other", ("a", "b")))
     assert problems_of(lambda: retire(again, DefinitionSet(), almost)) == [
         ("definitions", "TOO_MANY_RETIRED")
+    ]
+
+
+def labelled(key: str, values: tuple[str, ...], chars: int) -> Any:
+    """A CHOICE labelled in every language with texts of ``chars`` characters."""
+    languages = [f"l{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(LANGUAGES_MAX)]
+    label = dict.fromkeys(languages, "x" * chars)
+    return {
+        "key": key,
+        "kind": "CHOICE",
+        "defaultLanguage": languages[0],
+        "label": label,
+        "values": [{"value": v, "label": label} for v in values],
+    }
+
+
+def test_retired_values_are_bounded_in_bytes_too() -> None:
+    # Each retired value keeps its labels and its attribute's: 2 x 24 texts with their
+    # 3-byte tags. With 12 values of 12 attributes, 144 x 48 texts of 9 characters are
+    # 82,944 bytes, over the bound; of 5 characters, 55,296, under it.
+    def removed(chars: int) -> Retired:
+        values = tuple(f"v{v}" for v in range(VALUES_MAX))
+        sets = [defs(labelled(f"q{a}", values, chars)) for a in range(ATTRIBUTES_MAX)]
+        retired = NOTHING_RETIRED
+        for one in sets:  # one attribute removed at a time: each set is within its own bound
+            retired = retire(one, DefinitionSet(), retired)
+        return retired
+
+    small = removed(5)
+    assert len(small) == RETIRED_MAX
+    assert sum(r.size for r in small) <= RETIRED_MAX_BYTES
+    with pytest.raises(InvalidFields) as caught:
+        removed(9)
+    assert [(p.dotted, p.code) for p in caught.value.problems] == [
+        ("definitions", "RETIRED_TOO_LARGE")
+    ]
+
+
+def test_a_retired_values_size_counts_every_text() -> None:
+    retired = retire(defs(choice("fit", ("xs", "small"))), DefinitionSet())
+    # fit CHOICE small + "en" "Small" + "en" "fit?"; fit CHOICE xs + "en" "Xs" + "en" "fit?"
+    assert [(r.value, r.size) for r in retired] == [
+        ("small", 3 + 6 + 5 + 7 + 6),
+        ("xs", 3 + 6 + 2 + 4 + 6),
     ]
 
 
