@@ -60,7 +60,7 @@ from storage.live.stream import Change, StreamFollower, stream_arn
 from storage.model.layout_version import Fit, fit
 from storage.ops.bulk import load_new_products
 from storage.ops.create import create_table
-from storage.ops.migrate import migrate
+from storage.ops.migrate import migrate, missing_indexes
 from storage.reads.planner import Tuning
 from storage.reads.snapshots import PlanMemory
 from storage.writes import WriteLimits
@@ -324,7 +324,9 @@ async def _open_table(
     table = _table(FencedWrites(served, gate), settings).keep(gate)
     created = False
     if settings.creates_table:
-        created = await create_table(opened, settings.dynamodb_table, stream=settings.live_updates)
+        created = await create_table(
+            opened, settings.dynamodb_table, stream=settings.live_updates, missing_ok=True
+        )
         await _bring_to_layout(TableRef(opened, settings.dynamodb_table))
     if follow:
         await _start_checking(stack, TableRef(opened, settings.dynamodb_table), gate)
@@ -384,9 +386,11 @@ async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
 
 
 async def _bring_to_layout(table: TableRef) -> None:
-    """A table this process made (development) is brought to this code's layout at start:
-    no other process serves it, so there is no one to wait for."""
-    if fit(await read_table_layout(table)) is not Fit.READY:
+    """A table this process made (development) is brought to this code's layout at start,
+    the indexes a newer release added included (a DATA_DIR kept across releases): no other
+    process serves it, so there is no one to wait for."""
+    behind = fit(await read_table_layout(table)) is not Fit.READY
+    if behind or await missing_indexes(table):
         done = await migrate(table, fence=True, legacy_processes_gone=True)
         for line in done.describe():
             log.info("table layout: %s", line)

@@ -37,7 +37,12 @@ async def ensure_ttl(table: TableRef) -> bool:
 
 
 async def create_table(
-    client: DynamoClient, name: str, *, wait_seconds: float = 60, stream: bool = True
+    client: DynamoClient,
+    name: str,
+    *,
+    wait_seconds: float = 60,
+    stream: bool = True,
+    missing_ok: bool = False,
 ) -> bool:
     """Create the table if it does not exist and wait until it is ACTIVE.
 
@@ -45,7 +50,8 @@ async def create_table(
     (``storage.model.layout_version``), whole: nothing to expand, fence or backfill. An
     existing table with other indexes is an error rather than something to paper over; one
     without the stream is left as it is (``migrate-table`` turns it on). ``stream=False``
-    makes a table without one.
+    makes a table without one. ``missing_ok``: an existing table without some indexes is
+    returned as it is, for a caller that migrates it next (the development server).
     """
     validate_table_name(name)
     table = TableRef(client, name)
@@ -61,6 +67,8 @@ async def create_table(
         described = (await table.client.describe_table(TableName=name))["Table"]
         indexes = {g["IndexName"]: g for g in described.get("GlobalSecondaryIndexes", [])}
         missing = {i.value for i in Index} - indexes.keys()
+        if missing and missing_ok:
+            return created  # the caller brings it up to date (migrate-table's work)
         if missing:
             raise StorageUnavailable(
                 f"table {name!r} exists without the indexes {sorted(missing)}; "
