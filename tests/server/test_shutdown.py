@@ -44,6 +44,19 @@ def _server(
         yield server, log
 
 
+async def _all_workers_up(log: IO[bytes], workers: int) -> None:
+    """Once every worker has finished its start-up (its line in the log): the server
+    answers as soon as its first worker does, and a SIGTERM while the parent is still
+    starting the others is handled only once they have started (the supervisor starts
+    them in turn), which is not what these tests are about."""
+    async with asyncio.timeout(GUARD_SECONDS):
+        while True:
+            log.seek(0)
+            if log.read().count(b"Application startup complete.") >= workers:
+                return
+            await asyncio.sleep(0.05)
+
+
 def _tail(log: IO[bytes]) -> str:
     log.seek(0)
     return log.read().decode(errors="replace")[-3000:]
@@ -151,6 +164,7 @@ async def test_after_sigterm_new_connections_are_refused_and_open_ones_end_well(
 ) -> None:
     env = {"WORKERS": str(workers), "SHUTDOWN_TIMEOUT_SECONDS": "600", "BODY_TIMEOUT": "600"}
     with _server(engine, table, **env) as (server, log):
+        await _all_workers_up(log, workers)
         async with (
             _connection(server.port) as (held, holding),
             _connection(server.port) as (idle, idling),
@@ -181,6 +195,7 @@ async def test_readiness_answers_draining_at_once_and_requests_are_served_throug
     # A delay far longer than the test: the second signal ends it.
     env = {"WORKERS": str(workers), "SHUTDOWN_DELAY_SECONDS": "600"}
     with _server(engine, table, **env) as (server, log):
+        await _all_workers_up(log, workers)
         os.kill(server.pid, signal.SIGTERM)
         statuses: list[int] = []
         async with asyncio.timeout(GUARD_SECONDS):
