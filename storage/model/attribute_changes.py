@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from storage.base.errors import TextMissing
 from storage.model.attributes import (
@@ -89,6 +90,19 @@ class Retired:
         """The retired values of one attribute (all of them when it was removed)."""
         return tuple(r for r in self.values if r.key == key)
 
+    def to_data(self) -> list[dict[str, object]]:
+        """The retired values as data, which ``retired_from_data`` reads back equal."""
+        return [
+            {
+                "key": r.key,
+                "kind": r.kind.value,
+                "value": r.value,
+                "label": _labels_data(r.label),
+                "attributeLabel": _labels_data(r.attribute_label),
+            }
+            for r in self.values
+        ]
+
     def without(self, pairs: Iterable[tuple[str, str]]) -> Retired:
         """Retired values less those a completed remap settled."""
         settled = set(pairs)
@@ -96,6 +110,36 @@ class Retired:
 
 
 NOTHING_RETIRED = Retired()
+
+
+def _labels_data(labels: Labels) -> dict[str, object]:
+    return {"default": labels.default, "texts": dict(labels.texts)}
+
+
+def _labels_of(data: Mapping[str, Any]) -> Labels:
+    return Labels(str(data["default"]), tuple(sorted(dict(data["texts"]).items())))
+
+
+def retired_from_data(data: object) -> Retired:
+    """The retired values ``Retired.to_data`` wrote (stored by this code: trusted in shape,
+    its invariants checked again by ``Retired``); ValueError for anything else."""
+    if not isinstance(data, list):
+        raise ValueError("retired values: a list")
+    try:
+        return Retired(
+            tuple(
+                RetiredValue(
+                    str(item["key"]),
+                    AttributeKind(item["kind"]),
+                    str(item["value"]),
+                    _labels_of(item["label"]),
+                    _labels_of(item["attributeLabel"]),
+                )
+                for item in data
+            )
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"retired values: malformed ({exc!r})") from None
 
 
 def retire(
