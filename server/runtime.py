@@ -59,8 +59,8 @@ from storage.live.feed import Feed
 from storage.live.stream import Change, StreamFollower, stream_arn
 from storage.model.layout_version import Fit, fit
 from storage.ops.bulk import load_new_products
-from storage.ops.create import create_table
-from storage.ops.migrate import migrate, missing_indexes
+from storage.ops.create import create_table, missing_indexes
+from storage.ops.migrate import migrate
 from storage.reads.planner import Tuning
 from storage.reads.snapshots import PlanMemory
 from storage.writes import WriteLimits
@@ -327,7 +327,8 @@ async def _open_table(
         created = await create_table(
             opened, settings.dynamodb_table, stream=settings.live_updates, missing_ok=True
         )
-        await _bring_to_layout(TableRef(opened, settings.dynamodb_table))
+        if not created:  # one it just made is whole
+            await _bring_to_layout(TableRef(opened, settings.dynamodb_table))
     if follow:
         await _start_checking(stack, TableRef(opened, settings.dynamodb_table), gate)
     if created and settings.seed_demo:  # through the gate, which the first check opened
@@ -386,9 +387,10 @@ async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
 
 
 async def _bring_to_layout(table: TableRef) -> None:
-    """A table this process made (development) is brought to this code's layout at start,
-    the indexes a newer release added included (a DATA_DIR kept across releases): no other
-    process serves it, so there is no one to wait for."""
+    """A table this process makes when missing (development), found made before, is
+    brought to this code's layout at start, the indexes a newer release added included (a
+    DATA_DIR kept across releases): no other process serves it, so there is no one to wait
+    for."""
     behind = fit(await read_table_layout(table)) is not Fit.READY
     if behind or await missing_indexes(table):
         done = await migrate(table, fence=True, legacy_processes_gone=True)

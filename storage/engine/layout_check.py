@@ -62,7 +62,6 @@ class LayoutGate:
     enforced: bool = False
     table: TableLayout | None = None
     fit: Fit = Fit.NO_LAYOUT
-    fenced: bool = False
     checked_at: float | None = None  # when the last good check started
     in_flight: int = 0  # writes sent and not yet answered
     # Seconds one write may take from being sent to landing (the client's attempts,
@@ -77,6 +76,11 @@ class LayoutGate:
 
     def lease_valid(self) -> bool:
         return self.checked_at is not None and self.clock() - self.checked_at < self.lease_seconds
+
+    @property
+    def fenced(self) -> bool:
+        """The fence (or a layout item gone since it was read) excludes this code."""
+        return not self.fit.may_write
 
     def may_write(self) -> bool:
         return not self.enforced or (not self.fenced and self.lease_valid())
@@ -155,7 +159,7 @@ async def check_layout(
             # Closed before the heartbeat that says this process saw the fence, and that
             # heartbeat waits for the writes already on their way: once migrate-table reads
             # it, no write of the old shape can land any more.
-            gate.fit, gate.fenced = found, True
+            gate.fit = found
             if layout is not None:
                 gate.table = layout
             await gate.settled()
@@ -167,7 +171,7 @@ async def check_layout(
         if again == layout:
             if layout is not None:
                 gate.table = layout
-            gate.fit, gate.fenced = found, not found.may_write
+            gate.fit = found
             gate.checked_at = started  # after the heartbeat: never a lease nobody can see
             return found
         # The item changed while the heartbeat was on its way: start again from the second

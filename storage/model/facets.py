@@ -55,7 +55,6 @@ GROUP_PREFIX = "GROUP#"
 # The two generic indexes' partition key attributes; both sort by GSISK.
 FACET_PARTITION = Index.FACET_BY_RATING.partition_attr
 FACET_LANG_PARTITION = Index.FACET_BY_LANG_AND_RATING.partition_attr
-FACET_INDEXES = (Index.FACET_BY_RATING, Index.FACET_BY_LANG_AND_RATING)
 
 # Per comment (each value costs two actions per scope in the comment's transaction, four
 # in a group): answers to the shop's questions, topics tagged, and one for a photo.

@@ -4,6 +4,8 @@ The stats items' shape lives in ``storage.model.stats``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from storage.base.types import Item
 from storage.model import facets, keys
 from storage.model.comments import REPORT_REASONS, Comment, Moderation, Reply, Status
@@ -214,18 +216,25 @@ _NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
 ENTRY_AUTHOR_ATTR = "entryAuthor"
 
 
-def entry_item(comment: Comment, scope: Scope, value: FacetValue) -> Item:
-    """The entry of ``comment`` for ``value`` in ``scope``: a copy of what a page shows of it,
-    in its own partition, keyed into both facet indexes and sorted like the listings."""
+def entry_items(comment: Comment, pairs: Iterable[tuple[Scope, FacetValue]]) -> list[Item]:
+    """The entries of ``comment`` for each (scope, value) of ``pairs``, in their order: a
+    copy of what a page shows of it, in its own partition, keyed into both facet indexes
+    and sorted like the listings. The copy is made once for all of them."""
     whole = comment_to_item(comment)
-    item = {name: v for name, v in whole.items() if name not in _NOT_IN_ENTRIES}
-    item[ENTRY_AUTHOR_ATTR] = whole["author"]
-    item["SK"] = {"S": facets.entry_sk(scope, value)}
-    item[facets.FACET_PARTITION] = {"S": facets.facet_partition(scope, value, comment.rating)}
-    item[facets.FACET_LANG_PARTITION] = {
-        "S": facets.facet_lang_partition(scope, value, comment.language, comment.rating)
-    }
-    return item
+    shown = {name: v for name, v in whole.items() if name not in _NOT_IN_ENTRIES}
+    shown[ENTRY_AUTHOR_ATTR] = whole["author"]
+    rating, language = comment.rating, comment.language
+    return [
+        {
+            **shown,
+            "SK": {"S": facets.entry_sk(scope, value)},
+            facets.FACET_PARTITION: {"S": facets.facet_partition(scope, value, rating)},
+            facets.FACET_LANG_PARTITION: {
+                "S": facets.facet_lang_partition(scope, value, language, rating)
+            },
+        }
+        for scope, value in pairs
+    ]
 
 
 def entry_key(comment_id: str, scope: Scope, value: FacetValue) -> Item:

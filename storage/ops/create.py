@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from storage.base.errors import ConditionFailed, StorageUnavailable, TableInUse
 from storage.base.expressions import Attr, put_request
@@ -66,12 +67,12 @@ async def create_table(
     while True:
         described = (await table.client.describe_table(TableName=name))["Table"]
         indexes = {g["IndexName"]: g for g in described.get("GlobalSecondaryIndexes", [])}
-        missing = {i.value for i in Index} - indexes.keys()
+        missing = sorted(i.value for i in missing_from(described))
         if missing and missing_ok:
             return created  # the caller brings it up to date (migrate-table's work)
         if missing:
             raise StorageUnavailable(
-                f"table {name!r} exists without the indexes {sorted(missing)}; "
+                f"table {name!r} exists without the indexes {missing}; "
                 "add them with: comments migrate-table"
             )
         statuses = [described["TableStatus"], *(g["IndexStatus"] for g in indexes.values())]
@@ -83,6 +84,17 @@ async def create_table(
         if loop.time() > deadline:
             raise StorageUnavailable(f"table {name!r} did not become ACTIVE in time")
         await asyncio.sleep(0.2)
+
+
+def missing_from(described: dict[str, Any]) -> list[Index]:
+    """The indexes of the layout a described table lacks (being built counts as having)."""
+    have = {g["IndexName"] for g in described.get("GlobalSecondaryIndexes", [])}
+    return [i for i in Index if i.value not in have]
+
+
+async def missing_indexes(table: TableRef) -> list[Index]:
+    """The indexes of the layout the table lacks, as DynamoDB describes it now."""
+    return missing_from((await table.client.describe_table(TableName=table.name))["Table"])
 
 
 async def record_new_layout(table: TableRef) -> None:

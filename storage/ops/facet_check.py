@@ -14,7 +14,6 @@ from typing import Any
 from storage.base.errors import ConditionFailed
 from storage.base.expressions import (
     Attr,
-    Condition,
     Update,
     check_request,
     delete_request,
@@ -33,13 +32,12 @@ from storage.model.facets import (
 )
 from storage.model.indexes import SORT_KEY
 from storage.model.items import (
-    VERSION_ATTR,
     comment_key,
-    entry_item,
+    entry_items,
     is_entry_item,
-    item_version,
 )
 from storage.writes.facet_parts import listed
+from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget, Part, transact
 
 CounterKey = tuple[str, str]  # (scope partition, F#<value>)
@@ -67,7 +65,7 @@ class EntryDrift:
     key: EntryKey
     stored: Item | None  # the entry as scanned (None: missing)
     expected: Item | None  # as the comment says (None: it should not exist)
-    version: int | None  # the comment's version as scanned (None: no comment)
+    comment: Item | None  # the comment item as scanned (None: no comment)
 
     def describe(self) -> str:
         what = (
@@ -88,7 +86,7 @@ class FacetTally:
     entries: dict[EntryKey, Item] = field(default_factory=dict)
     expected_counters: dict[CounterKey, dict[str, int]] = field(default_factory=dict)
     expected_entries: dict[EntryKey, Item] = field(default_factory=dict)
-    versions: dict[str, int] = field(default_factory=dict)  # comment partition -> version
+    comments: dict[str, Item] = field(default_factory=dict)  # comment partition -> item
 
     def see(self, item: Item) -> bool:
         """Take ``item`` if it is a facet item (True), else leave it to the caller."""
@@ -105,10 +103,9 @@ class FacetTally:
 
     def comment(self, item: Item, comment: Comment) -> None:
         """A comment item of the scan: what its facet items must be."""
-        self.versions[item["PK"]["S"]] = item_version(item)
+        self.comments[item["PK"]["S"]] = item
         moves = facet_moves(None, listed(comment))
-        for scope, value in moves.put:
-            entry = entry_item(comment, scope, value)
+        for entry in entry_items(comment, moves.put):
             self.expected_entries[(entry["PK"]["S"], entry["SK"]["S"])] = entry
         for (scope, value), deltas in moves.counters.items():
             into = self.expected_counters.setdefault((scope.pk, COUNTER_PREFIX + value.token), {})
@@ -130,7 +127,7 @@ class FacetTally:
             stored, expected = self.entries.get(key), self.expected_entries.get(key)
             if stored is not None and expected is not None and _keyed(stored) == _keyed(expected):
                 continue
-            found.append(EntryDrift(key, stored, expected, self.versions.get(key[0])))
+            found.append(EntryDrift(key, stored, expected, self.comments.get(key[0])))
         return tuple(found)
 
 
@@ -177,11 +174,9 @@ def _counter_repair(table: TableRef, drift: FacetCounterDrift) -> dict[str, Any]
 def _entry_repair(table: TableRef, drift: EntryDrift) -> list[Part]:
     pk = drift.key[0]
     comment_id = pk.removeprefix(keys.COMMENT_PREFIX)
-    comment_as_read: Condition = (
-        Attr("PK").not_exists() if drift.version is None else Attr(VERSION_ATTR).eq(drift.version)
+    comment_as_read = (
+        Attr("PK").not_exists() if drift.comment is None else Stored.of(drift.comment).unchanged()
     )
-    if drift.version == 0:
-        comment_as_read = Attr(VERSION_ATTR).not_exists() & Attr("PK").exists()
     check = check_request(table.name, comment_key(comment_id), comment_as_read)
     entry_key = {"PK": {"S": pk}, "SK": {"S": drift.key[1]}}
     if drift.expected is None:

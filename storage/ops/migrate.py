@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from storage.base.errors import ConditionFailed, StorageUnavailable
@@ -59,7 +59,7 @@ from storage.model.layout_version import (
     TableLayout,
 )
 from storage.ops.backfill import Backfill, backfill_helpful_keys
-from storage.ops.create import ensure_ttl
+from storage.ops.create import ensure_ttl, missing_indexes
 from storage.ops.verify import comment_drift, comment_repair_request, scan_pages
 
 Progress = Callable[[str], None]
@@ -106,7 +106,6 @@ class Migration:
     keys_skipped: int = 0  # comments written meanwhile (checked again next run)
     # Why the run stopped before the contract (None: it did not stop early).
     stopped: str | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -142,13 +141,6 @@ class Migration:
         if not lines:
             lines.append("the table is at this code's layout already; nothing to do")
         return lines
-
-
-async def missing_indexes(table: TableRef) -> list[Index]:
-    """The indexes of the layout the table does not have (being built counts as having)."""
-    described = (await table.client.describe_table(TableName=table.name))["Table"]
-    have = {g["IndexName"] for g in described.get("GlobalSecondaryIndexes", [])}
-    return [i for i in Index if i.value not in have]
 
 
 async def migrate(

@@ -38,7 +38,6 @@ from storage.model.comments import Status, Vote
 from storage.model.indexes import HELPFUL_SORT_KEY, Index
 from storage.model.items import (
     SLOT_COUNT_ATTR,
-    VERSION_ATTR,
     VOTE_ATTR,
     comment_to_item,
     holds_slot,
@@ -63,6 +62,7 @@ from storage.model.stats import (
     unchanged_since,
 )
 from storage.ops.facet_check import EntryDrift, FacetCounterDrift, FacetTally, repair_facets
+from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget, Part, transact
 
 # Every attribute an index keys on: a comment's place in each listing, in the helpful order
@@ -462,12 +462,9 @@ def comment_repair_request(table: TableRef, drift: VoteDrift) -> dict[str, Any]:
     the comment says, on the condition that it is the version scanned."""
     helpful, not_helpful = drift.expected
     fixed = replace(item_to_comment(drift.raw), helpful=helpful, not_helpful=not_helpful)
-    version = item_version(drift.raw)
-    item = comment_to_item(fixed, version=version + 1, holds_slot=holds_slot(drift.raw))
-    # A comment from before versions has none: the condition is that it still has none.
-    stored = Attr(VERSION_ATTR)
-    unchanged = stored.not_exists() if VERSION_ATTR not in drift.raw else stored.eq(version)
-    return put_request(table.name, item, unchanged)
+    stored = Stored.of(drift.raw)
+    item = comment_to_item(fixed, version=stored.version + 1, holds_slot=stored.holds_slot)
+    return put_request(table.name, item, stored.unchanged())
 
 
 def _slot_repair_request(table: TableRef, drift: SlotDrift) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from storage.base.expressions import Attr, Update, delete_request, put_request
 from storage.engine.table import TableRef
 from storage.model.comments import Comment
 from storage.model.facets import Listed, Scope, counter_sk, facet_moves
-from storage.model.items import entry_item, entry_key
+from storage.model.items import entry_items, entry_key
 from storage.writes.transaction import Part
 
 ENTRY = "facet entry"
@@ -45,10 +45,10 @@ def facet_parts(table: TableRef, before: Comment | None, after: Comment | None) 
     either = after if after is not None else before
     assert either is not None  # moves come from a comment that is, or was
     parts: list[Part] = []
-    for n, (scope, value) in enumerate(sorted(moves.put, key=_order)):
-        assert after is not None
-        put = put_request(table.name, entry_item(after, scope, value))
-        parts.append(Part(f"{ENTRY} {n}", {"Put": put}))
+    if moves.put:
+        assert after is not None  # entries are put for the comment as it becomes
+        for n, entry in enumerate(entry_items(after, sorted(moves.put, key=_order))):
+            parts.append(Part(f"{ENTRY} {n}", {"Put": put_request(table.name, entry)}))
     for n, (scope, value) in enumerate(sorted(moves.delete, key=_order)):
         key = entry_key(either.comment_id, scope, value)
         parts.append(Part(f"{ENTRY} -{n}", {"Delete": delete_request(table.name, key)}))
