@@ -313,6 +313,8 @@ def check_facets(facets: frozenset[FacetValue]) -> None:
     kinds = {f.kind for f in facets}
     if FacetKind.GROUP_ALL in kinds:
         raise InvalidFacet("the group's listing is not a value a comment names")
+    if FacetKind.INCENTIVIZED in kinds:
+        raise InvalidFacet("incentivized is the comment's own mark, not a value it names")
     answered = [f.key for f in facets if f.kind is FacetKind.ATTRIBUTE]
     if len(answered) != len(set(answered)):
         raise InvalidFacet("an attribute is answered once")

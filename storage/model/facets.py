@@ -19,8 +19,8 @@ group when it has one), the table holds:
   is one Query of the scope's partition for the SK prefix of its kind.
 
 A group's own listing (all its variants' comments) is the facet value ``*`` in the group's
-scope: every comment of a grouped product has that entry too; its counters are the
-group's stats items, kept like a product's. ``facets.productId`` on a group's listing is the
+scope: every comment of a grouped product has that entry too; its counter item is the
+group's stats (every language and rating, verified and incentivized, in one item). ``facets.productId`` on a group's listing is the
 product's own listing (its indexes of today), or the product scope's entries with another
 facet.
 
@@ -67,10 +67,10 @@ ACTION_BUDGET = 90
 # A transition's own actions besides facets, at most: a create's comment, its two stats
 # items, the leaderboard's layout check, the queue's count, the author's slot, the hourly
 # count and the idempotency record (8); an edit's comment, three stats items (a language
-# change) and the layout check (5). A grouped product adds the group's stats items (two,
-# three on a language change) and the group's own listing entry (one).
+# change) and the layout check (5). A grouped product adds the group's own listing: its
+# entry and its counter item, which is the group's stats (every language in one item).
 BASE_ACTIONS = 8
-GROUP_ACTIONS = 4
+GROUP_ACTIONS = 2
 
 # A facet value's own part: letters, digits and a few separators, never '#' or '/' (key
 # delimiters) nor '=' (the attribute's separator).
@@ -84,6 +84,15 @@ class FacetKind(enum.Enum):
     TOPIC = "t"  # t:<topic key>
     PHOTOS = "photos"  # the comment has a published photo (a later issue sets it)
     GROUP_ALL = "*"  # every comment of a group: the group's own listing
+    # The comment was written in exchange for something: counted, never listed (a listing
+    # leaves such comments out by a filter, and its count is the scope's less this one's).
+    INCENTIVIZED = "inc"
+
+    @property
+    def listed(self) -> bool:
+        """Whether a value of this kind has entries (a listing of its own), or only its
+        counter item."""
+        return self is not FacetKind.INCENTIVIZED
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -113,7 +122,11 @@ class FacetValue:
     @classmethod
     def parse(cls, token: str) -> FacetValue:
         """The value a token names (ValueError for anything else)."""
-        if token in (FacetKind.PHOTOS.value, FacetKind.GROUP_ALL.value):
+        if token in (
+            FacetKind.PHOTOS.value,
+            FacetKind.GROUP_ALL.value,
+            FacetKind.INCENTIVIZED.value,
+        ):
             return cls(FacetKind(token))
         if token.startswith("t:"):
             return cls.topic(token[2:])
@@ -184,25 +197,36 @@ def counter_sk(value: FacetValue) -> str:
     return COUNTER_PREFIX + value.token
 
 
+# The kinds of count a counter item keeps, per language (and ``*``) and rating: published
+# comments, of them verified purchases, incentivized ones, and both verified and
+# incentivized (so that "verified, leaving out incentivized" is a difference of two).
+COUNT_KINDS = ("c", "v", "i", "x")
+
+
 def counter_attr(kind: str, language: str | None, rating: int) -> str:
-    """A count's attribute in a counter item: ``kind`` c (published), v (verified) or i
-    (incentivized), per language or ``*`` for all, per rating."""
-    if kind not in ("c", "v", "i"):
+    """A count's attribute in a counter item: ``kind`` one of ``COUNT_KINDS``, per language
+    or ``*`` for all, per rating."""
+    if kind not in COUNT_KINDS:
         raise ValueError(f"count kind {kind!r}")
     lang = "*" if language is None else validate_language(language)
     return f"{kind}#{lang}#{validate_rating(rating)}"
 
 
 def transaction_actions(
-    before: frozenset[FacetValue], after: frozenset[FacetValue], *, grouped: bool
+    before: frozenset[FacetValue],
+    after: frozenset[FacetValue],
+    *,
+    grouped: bool,
+    incentivized: bool = False,
 ) -> int:
     """The actions of one transition of a published comment from the facet values
     ``before`` to ``after`` (empty: not listed, e.g. a create or a delete): for each value
     in either, in each scope, its entry (put, rewritten or deleted) and its counter item
-    (one update, whatever moves inside it), besides the transition's own actions."""
+    (one update, whatever moves inside it), and the incentivized counter item when the
+    comment is, besides the transition's own actions."""
     scopes = 2 if grouped else 1
     own = BASE_ACTIONS + (GROUP_ACTIONS if grouped else 0)
-    return own + len(before | after) * scopes * 2
+    return own + (len(before | after) * 2 + incentivized) * scopes
 
 
 # What a comment is, as facets see it: listed or not, and where it counts.
@@ -229,16 +253,18 @@ class Listed:
         product: Scope,
         group: Scope | None,
     ) -> Listed:
-        values = {product: facets}
+        own = facets | {FacetValue(FacetKind.INCENTIVIZED)} if incentivized else facets
+        values = {product: own}
         if group is not None:
-            values[group] = facets | {FacetValue(FacetKind.GROUP_ALL)}
+            values[group] = own | {FacetValue(FacetKind.GROUP_ALL)}
         return cls(language, rating, verified, incentivized, values)
 
     def counts(self) -> dict[str, int]:
         """The counter attributes one value's counter item holds for this comment: 1 each."""
         found = {}
+        both = self.verified and self.incentivized
         for language in (self.language, None):
-            kinds = ["c"] + ["v"] * self.verified + ["i"] * self.incentivized
+            kinds = ["c"] + ["v"] * self.verified + ["i"] * self.incentivized + ["x"] * both
             for kind in kinds:
                 found[counter_attr(kind, language, self.rating)] = 1
         return found
@@ -278,7 +304,9 @@ def facet_moves(before: Listed | None, after: Listed | None) -> FacetMoves:
         moved = {name: d for name, d in deltas.items() if d}
         if moved:
             counters[pair] = moved
-    return FacetMoves(frozenset(has), frozenset(had - has), counters)
+    entries = {pair for pair in has if pair[1].kind.listed}
+    gone = {pair for pair in had - has if pair[1].kind.listed}
+    return FacetMoves(frozenset(entries), frozenset(gone), counters)
 
 
 def _pairs(listed: Listed | None) -> set[tuple[Scope, FacetValue]]:

@@ -72,15 +72,65 @@ def _values(prefix: str, n: int) -> frozenset[FacetValue]:
 def test_the_largest_edit_of_the_largest_comment_fits_with_room_to_spare() -> None:
     # Every value replaced by another, in a group: each value of either side moves an
     # entry and a counter item in both scopes.
+    # An incentivized comment moves its incentivized counter item in both scopes too.
     before, after = _values("old", MAX_FACET_VALUES), _values("new", MAX_FACET_VALUES)
-    worst = transaction_actions(before, after, grouped=True)
-    assert worst == 8 + 4 + 2 * MAX_FACET_VALUES * 2 * 2
+    worst = transaction_actions(before, after, grouped=True, incentivized=True)
+    assert worst == 8 + 2 + (2 * MAX_FACET_VALUES * 2 + 1) * 2
     assert worst <= ACTION_BUDGET < TRANSACTION_ACTIONS
     # One more value each side would not fit the budget: the maxima are the limit.
     bigger = transaction_actions(
-        _values("old", MAX_FACET_VALUES + 1), _values("new", MAX_FACET_VALUES + 1), grouped=True
+        _values("old", MAX_FACET_VALUES + 1),
+        _values("new", MAX_FACET_VALUES + 1),
+        grouped=True,
+        incentivized=True,
     )
     assert bigger > ACTION_BUDGET
+
+
+def test_the_worst_transition_the_moves_make_is_the_one_counted() -> None:
+    # The moves themselves, not only the formula: every value replaced, in a group,
+    # incentivized and verified, with a rating change.
+    def state(prefix: str, rating: int) -> Listed:
+        return Listed.of(
+            language="en",
+            rating=rating,
+            verified=True,
+            incentivized=True,
+            facets=_values(prefix, MAX_FACET_VALUES),
+            product=Scope.product("p1"),
+            group=Scope.group("g1"),
+        )
+
+    moves = facet_moves(state("old", 2), state("new", 5))
+    counted = transaction_actions(
+        _values("old", MAX_FACET_VALUES),
+        _values("new", MAX_FACET_VALUES),
+        grouped=True,
+        incentivized=True,
+    )
+    # All but the transition's own actions are facet moves (the group's listing included).
+    assert moves.actions == counted - 8
+
+
+def test_incentivized_is_counted_in_a_counter_item_and_never_listed() -> None:
+    inc = FacetValue(FacetKind.INCENTIVIZED)
+    assert FacetValue.parse("inc") == inc
+    state = Listed.of(
+        language="de",
+        rating=3,
+        verified=True,
+        incentivized=True,
+        facets=frozenset(),
+        product=Scope.product("p1"),
+        group=None,
+    )
+    moves = facet_moves(None, state)
+    assert moves.put == frozenset()
+    assert moves.counters == {
+        (Scope.product("p1"), inc): {
+            f"{kind}#{lang}#3": 1 for kind in ("c", "v", "i", "x") for lang in ("de", "*")
+        }
+    }
 
 
 def test_a_create_outside_a_group_costs_two_actions_per_value() -> None:
@@ -138,6 +188,7 @@ def test_moves_summed_over_any_transitions_equal_a_recount(
                     assert into[name] >= 0  # a decrement never takes a count below zero
             entries -= {(n, *pair) for pair in moves.delete}
             entries |= {(n, *pair) for pair in moves.put}
+            assert all(pair[1].kind.listed for pair in moves.put | moves.delete)
             previous = state
     expected: dict[tuple[Scope, FacetValue], dict[str, int]] = {}
     present: set[tuple[int, Scope, FacetValue]] = set()
@@ -147,7 +198,8 @@ def test_moves_summed_over_any_transitions_equal_a_recount(
             continue
         for scope, vals in final.values.items():
             for value in vals:
-                present.add((n, scope, value))
+                if value.kind.listed:
+                    present.add((n, scope, value))
                 into = expected.setdefault((scope, value), {})
                 for name, one in final.counts().items():
                     into[name] = into.get(name, 0) + one
