@@ -20,9 +20,9 @@ group when it has one), the table holds:
 
 A group's own listing (all its variants' comments) is the facet value ``*`` in the group's
 scope: every comment of a grouped product has that entry too; its counter item is the
-group's stats (every language and rating, verified and incentivized, in one item). ``facets.productId`` on a group's listing is the
-product's own listing (its indexes of today), or the product scope's entries with another
-facet.
+group's stats (every language and rating, verified and incentivized, in one item).
+``facets.productId`` on a group's listing is the product's own listing (its indexes of
+today), or the product scope's entries with another facet.
 
 Entries and counters move in the comment's own transaction, under its version condition
 (STYLE rule 11), in every transition: create, edit (answers, topics, rating, language),
@@ -134,6 +134,10 @@ class FacetValue:
             key, value = token[2:].split("=", 1)
             return cls.attribute(key, value)
         raise InvalidFacet(f"not a facet value: {token!r}")
+
+
+# The kinds whose token is their kind alone.
+_BARE = frozenset(k.value for k in (FacetKind.PHOTOS, FacetKind.GROUP_ALL, FacetKind.INCENTIVIZED))
 
 
 def _part(text: str, what: str) -> str:
