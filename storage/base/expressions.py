@@ -126,6 +126,10 @@ class Attr:
     def not_exists(self) -> Condition:
         return Exists(self, False)
 
+    def contains(self, value: Value) -> Condition:
+        """A string set (or list) that holds ``value``, or a string that holds it."""
+        return Contains(self, value)
+
 
 @dataclass(frozen=True, slots=True)
 class Compare(Condition):
@@ -165,6 +169,15 @@ class Exists(Condition):
     def render(self, p: Placeholders) -> str:
         function = "attribute_exists" if self.present else "attribute_not_exists"
         return f"{function}({p.name(self.attr.name)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Contains(Condition):
+    attr: Attr
+    value: Value
+
+    def render(self, p: Placeholders) -> str:
+        return f"contains({p.name(self.attr.name)}, {p.value(self.value)})"
 
 
 @dataclass(frozen=True, slots=True)

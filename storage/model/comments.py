@@ -297,12 +297,25 @@ class ListingFilter:
     language: str | None = None
     ratings: frozenset[int] | None = field(default=None)
     verified_only: bool = False
+    # Facet values every listed comment has (answers, a topic, photos): AND.
+    facets: frozenset[FacetValue] = frozenset()
+    # Leave out comments written in exchange for something.
+    exclude_incentivized: bool = False
 
     def __post_init__(self) -> None:
         rules.validate_product_id(self.product_id)
         if self.language is not None:
             object.__setattr__(self, "language", rules.validate_language(self.language))
         object.__setattr__(self, "ratings", rules.validate_ratings(self.ratings))
+        if len(self.facets) > MAX_FACET_VALUES:
+            raise InvalidFacet(f"a listing takes at most {MAX_FACET_VALUES} facet values")
+        if any(not f.kind.listed or f.kind is FacetKind.GROUP_ALL for f in self.facets):
+            raise InvalidFacet("a listing filters by answers, topics and photos only")
+
+    @property
+    def faceted(self) -> bool:
+        """Whether the listing is more than the product's own partitions give."""
+        return bool(self.facets) or self.exclude_incentivized
 
 
 def check_facets(facets: frozenset[FacetValue]) -> None:

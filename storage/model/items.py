@@ -141,7 +141,8 @@ def item_to_comment(item: Item) -> Comment:
         rating=int(item["rating"]["N"]),
         title=_text(item, "title"),
         body=item["body"]["S"],
-        author_id=item["author"]["S"],
+        # An entry carries the author under another name (``author`` keys byAuthor).
+        author_id=(item.get("author") or item[ENTRY_AUTHOR_ATTR])["S"],
         created_at=item["createdAt"]["S"],
         author_name=_text(item, "authorName"),
         # Comments written before statuses existed were all published.
@@ -205,13 +206,13 @@ def queue_count_key() -> Item:
 
 # What an entry (storage.model.facets) must not carry of its comment's item: every other
 # index's keys (the entry would show in those listings twice), and what only the comment
-# itself holds. The author id, a byAuthor key, travels under another name.
+# itself holds. The author id, a byAuthor key, travels under another name. The facet
+# values travel: a page shows them, and a second facet filters the first's entries.
 _NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
     QUEUE_SORT_KEY,
     HELPFUL_SORT_KEY,
     VERSION_ATTR,
     SLOT_ATTR,
-    FACETS_ATTR,
 }
 ENTRY_AUTHOR_ATTR = "entryAuthor"
 
