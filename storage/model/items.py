@@ -11,6 +11,13 @@ from storage.model import facets, keys
 from storage.model.comments import REPORT_REASONS, Comment, Moderation, Reply, Status
 from storage.model.facets import FacetValue, Scope
 from storage.model.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
+from storage.model.rules import (
+    AUTHOR_MAX_BYTES,
+    BODY_MAX_BYTES,
+    NOTE_MAX_BYTES,
+    REPLY_MAX_BYTES,
+    TITLE_MAX_BYTES,
+)
 
 # Bumped by every write to a comment; writes that move counters condition on it.
 VERSION_ATTR = "version"
@@ -22,6 +29,23 @@ HELPFUL_ATTR = "helpful"
 VOTE_ATTR = "vote"  # a vote item's verdict
 NOT_HELPFUL_ATTR = "notHelpful"
 FACETS_ATTR = "facets"  # a string set of facet value tokens (storage.model.facets)
+# The largest comment item (and entry, a copy of one): its texts at their limits in UTF-8
+# bytes (the body, title, author's names, the merchant's reply and its author, the
+# moderator's note and name), plus under 4 KiB of ids, keys, times and attribute names and
+# 2 KiB of facet values (at most MAX_FACET_VALUES tokens of 131 bytes).
+ITEM_BYTES_MAX = (
+    BODY_MAX_BYTES
+    + TITLE_MAX_BYTES
+    + 4 * AUTHOR_MAX_BYTES
+    + REPLY_MAX_BYTES
+    + NOTE_MAX_BYTES
+    + 4096
+    + 2048
+)
+# DynamoDB ends a Query response at 1 MB of items read (filtered or counted ones too), so
+# a read of many items takes one call per this many of them at most.
+RESPONSE_BYTES = 1024 * 1024
+ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
 INCENTIVIZED_ATTR = "incentivized"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.

@@ -340,7 +340,7 @@ async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
         table.name,
         index=p.spec.index.value,
         key=key,
-        filter=_filter(plan),
+        filter=filter_of(plan),
         forward=plan.scan_forward,
         limit=limit,
     )
@@ -348,7 +348,7 @@ async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
     return await table.client.query(**params)
 
 
-def _filter(plan: Plan) -> Condition | None:
+def filter_of(plan: Plan) -> Condition | None:
     """The FilterExpression of a filtered plan (a filtered scan of a broad index, or a
     facet's partitions filtered on what they cannot tell apart); None for other plans."""
     if not plan.filters:

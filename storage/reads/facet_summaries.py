@@ -18,14 +18,19 @@ from dataclasses import dataclass
 from storage.base.expressions import Attr, query_request
 from storage.engine.table import TableRef
 from storage.model import rules
+from storage.model.attributes import VALUES_MAX
 from storage.model.facet_counts import FacetCounts
 from storage.model.facets import COUNTER_PREFIX, FacetKind, FacetValue, Scope
+from storage.model.topics import TOPICS_MAX
 
 # Ratings a topic's mention counts as positive and as negative.
 POSITIVE = frozenset({4, 5})
 NEGATIVE = frozenset({1, 2})
 # A guard against an engine that pages forever: far more than the limits allow.
 MAX_PAGES = 64
+# Values a distribution shows at most: every defined one, and as many retired ones (the
+# most given first) that comments still hold until a remap moves them.
+SUMMARY_VALUES_MAX = 2 * VALUES_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +124,8 @@ def topic_mentions(
     first: int | None = None,
 ) -> list[TopicMention]:
     """Topics the filtered comments mention, most mentioned first (then by key), with how
-    many of those are positive (4-5 stars) and negative (1-2 stars); ``first`` of them."""
+    many of those are positive (4-5 stars) and negative (1-2 stars); ``first`` of them, and
+    never more than the taxonomy may hold (topics it no longer has count until re-tagged)."""
     asked = set(ratings or rules.RATINGS)
     found = []
     for counts in counters:
@@ -132,4 +138,5 @@ def topic_mentions(
         negative = _count(counts, language, asked & NEGATIVE, verified_only)
         found.append(TopicMention(counts.value.key, n, positive, negative))
     found.sort(key=lambda m: (-m.count, m.topic))
-    return found if first is None else found[: max(first, 0)]
+    shown = TOPICS_MAX if first is None else max(0, min(first, TOPICS_MAX))
+    return found[:shown]
