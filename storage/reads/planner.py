@@ -205,10 +205,12 @@ class Plan:
                 lines.append("  partitions read in turn, in the order listed")
         if self.sort_key_condition is not None:
             lines.append(f"  where {self.sort_key_condition}")
-        if self.filters:
+        if self.strategy is Strategy.FILTERED_SCAN_OF_INDEX:
             lines.append(
                 f"  filter {self.filter_text} (matches {self.match_fraction:.1%} of the partition)"
             )
+        elif self.filters:
+            lines.append(f"  filter {self.filter_text} (on every partition read)")
         for q in self.queries:
             of = "count unknown" if q.expected_count is None else f"of ~{q.expected_count}"
             lines.append(
