@@ -61,6 +61,9 @@ class Placeholders:
         self.values[placeholder] = wire(value)
         return placeholder
 
+    def copy(self) -> Placeholders:
+        return Placeholders(dict(self.names), dict(self.values), dict(self._by_name))
+
     def into(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` with the placeholders' maps added (only those in use)."""
         if self.names:
@@ -257,7 +260,10 @@ class Update:
             "Key": key,
             "UpdateExpression": self.expression(),
         }
-        return _conditioned(params, self.p, all_of(self.conditions), return_old)
+        # The conditions' placeholders go into a copy: asking again (a retry) gives the
+        # same request, not one with placeholders of the last one left unused, which
+        # DynamoDB refuses.
+        return _conditioned(params, self.p.copy(), all_of(self.conditions), return_old)
 
 
 def put_request(

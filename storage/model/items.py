@@ -239,15 +239,22 @@ _NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
     SLOT_ATTR,
 }
 ENTRY_AUTHOR_ATTR = "entryAuthor"
+# The version of the comment an entry copies (its own ``version`` would be a second one).
+ENTRY_VERSION_ATTR = "entryOf"
 
 
-def entry_items(comment: Comment, pairs: Iterable[tuple[Scope, FacetValue]]) -> list[Item]:
-    """The entries of ``comment`` for each (scope, value) of ``pairs``, in their order: a
-    copy of what a page shows of it, in its own partition, keyed into both facet indexes
-    and sorted like the listings. The copy is made once for all of them."""
+def entry_items(
+    comment: Comment, pairs: Iterable[tuple[Scope, FacetValue]], version: int
+) -> list[Item]:
+    """The entries of ``comment`` (at ``version``) for each (scope, value) of ``pairs``, in
+    their order: a copy of what a page shows of it, in its own partition, keyed into both
+    facet indexes and sorted like the listings. The copy is made once for all of them, and
+    says which version of the comment it is (a vote's follow-up brings the helpful counts
+    of older copies up: ``storage.writes.ballots``)."""
     whole = comment_to_item(comment)
     shown = {name: v for name, v in whole.items() if name not in _NOT_IN_ENTRIES}
     shown[ENTRY_AUTHOR_ATTR] = whole["author"]
+    shown[ENTRY_VERSION_ATTR] = {"N": str(version)}
     rating, language = comment.rating, comment.language
     return [
         {

@@ -30,13 +30,13 @@ entries have no helpful order (docs/facets.md says what it would cost).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 from storage.base.errors import InvalidFacet
 from storage.model import keys, rules
-from storage.model.comments import Direction, ListingFilter, Order, PageRequest, RatingCounts
-from storage.model.facet_counts import Counts, FacetCounts, less
+from storage.model.comments import Direction, ListingFilter, Order, PageRequest
+from storage.model.facet_counts import Counts, FacetListingCounts
 from storage.model.facets import FacetValue, Scope
 from storage.model.indexes import Index
 from storage.reads.planner import (
@@ -55,72 +55,6 @@ from storage.reads.planner import (
     proportioned_limit,
 )
 from storage.reads.snapshots import Head
-
-
-@dataclass(frozen=True, slots=True)
-class FacetListingCounts:
-    """The counters a facet listing is planned and counted from: the product's own (of the
-    listing's language), each of the listing's values' counter items, and the product's
-    incentivized counter item."""
-
-    scope: RatingCounts
-    values: Mapping[FacetValue, FacetCounts]
-    incentivized: FacetCounts
-
-    def primary(self, listing: ListingFilter) -> FacetValue | None:
-        """The value whose entries are read: the fewest matching comments, then by token."""
-        if not listing.facets:
-            return None
-        return min(listing.facets, key=lambda v: (sum(self._matching(listing, v)), v.token))
-
-    def held(self, listing: ListingFilter) -> Counts:
-        """Per rating, the items of the partitions the fan-out reads."""
-        primary = self.primary(listing)
-        if primary is None:
-            own = self.scope.only_verified() if listing.verified_only else self.scope
-            return own.by_rating
-        return self.values[primary].by_rating("c", listing.language)
-
-    def matching(self, listing: ListingFilter) -> Counts:
-        """Per rating, exactly the comments the listing holds when it has at most one
-        facet value; with more, those of its primary value (an upper bound)."""
-        return self._matching(listing, self.primary(listing))
-
-    def total(self, listing: ListingFilter) -> int | None:
-        """``totalCount`` from the counters: exact with at most one facet value; None with
-        more (the comments having all of them are counted from entries, not counters)."""
-        if len(listing.facets) > 1:
-            return None
-        asked = listing.ratings or frozenset(rules.RATINGS)
-        return sum(
-            n for r, n in zip(rules.RATINGS, self.matching(listing), strict=True) if r in asked
-        )
-
-    def version(self, listing: ListingFilter) -> RatingCounts:
-        """What a remembered page head was read under: held and matching counts."""
-        return RatingCounts(
-            self.scope.product_id, listing.language, self.held(listing), self.matching(listing)
-        )
-
-    def _matching(self, listing: ListingFilter, value: FacetValue | None) -> Counts:
-        verified, exclude = listing.verified_only, listing.exclude_incentivized
-        if value is not None:
-            counts = self.values[value]
-            return counts.matching(
-                listing.language, verified_only=verified, exclude_incentivized=exclude
-            )
-        own = less(self.scope, self.incentivized) if exclude else self.scope
-        return (own.only_verified() if verified else own).by_rating
-
-    def selectivity(self, listing: ListingFilter, primary: FacetValue | None) -> float:
-        """The share of the primary's matching comments expected to have the other values
-        too, taking values as independent (it sizes a first round, never bounds a page)."""
-        share = 1.0
-        everything = self.scope.total
-        for value in listing.facets - {primary} if primary is not None else ():
-            has = sum(self.values[value].by_rating("c", listing.language))
-            share *= min(1.0, has / everything) if everything else 0.0
-        return share
 
 
 def plan_facet_listing(

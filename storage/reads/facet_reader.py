@@ -18,13 +18,13 @@ from storage.engine.batch import get_together
 from storage.engine.table import TableRef
 from storage.model import rules
 from storage.model.comments import ListingFilter, Order, PageRequest
-from storage.model.facet_counts import FacetCounts
+from storage.model.facet_counts import FacetCounts, FacetListingCounts
 from storage.model.facets import FacetKind, FacetValue, Scope, counter_sk
 from storage.model.indexes import Index
 from storage.model.items import ITEMS_PER_RESPONSE
 from storage.model.stats import item_to_counts, stats_key
 from storage.reads.executor import Page, execute, filter_of
-from storage.reads.facet_plans import FacetListingCounts, facet_plan_holds, plan_facet_listing
+from storage.reads.facet_plans import facet_plan_holds, plan_facet_listing
 from storage.reads.planner import (
     DEFAULT_TUNING,
     Plan,

@@ -25,14 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from storage.base.bounded import BoundedCache
 from storage.model.comments import Direction, ListingFilter, Order, RatingCounts
+from storage.model.facet_counts import FacetListingCounts
 from storage.model.stats import StatsScope
-
-if TYPE_CHECKING:
-    from storage.reads.facet_plans import FacetListingCounts
 
 # Budget of the two memories together; about 4,000 scopes and 10,000 positions fit in it
 # at the charges below.

@@ -112,7 +112,7 @@ def _parts(
     parts.append(Part(COMMENT, {"Put": put}))
     parts += counters.parts(table, counters.moves(None, comment), five)
     parts += counters.queue_parts(table, None, comment)
-    parts += facet_parts(table, None, comment)
+    parts += facet_parts(table, None, comment, version=1)
     parts.append(
         limits.product_part(
             table, comment.author_id, comment.product_id, 1, write_limits.per_product

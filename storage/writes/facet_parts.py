@@ -37,8 +37,11 @@ def listed(comment: Comment | None) -> Listed | None:
     )
 
 
-def facet_parts(table: TableRef, before: Comment | None, after: Comment | None) -> list[Part]:
-    """The parts that take the facet items from ``before`` to ``after`` (None: no comment)."""
+def facet_parts(
+    table: TableRef, before: Comment | None, after: Comment | None, *, version: int
+) -> list[Part]:
+    """The parts that take the facet items from ``before`` to ``after`` (None: no comment),
+    the comment being written at ``version``."""
     moves = facet_moves(listed(before), listed(after))
     if not (moves.put or moves.delete or moves.counters):
         return []
@@ -47,7 +50,7 @@ def facet_parts(table: TableRef, before: Comment | None, after: Comment | None) 
     parts: list[Part] = []
     if moves.put:
         assert after is not None  # entries are put for the comment as it becomes
-        for n, entry in enumerate(entry_items(after, sorted(moves.put, key=_order))):
+        for n, entry in enumerate(entry_items(after, sorted(moves.put, key=_order), version)):
             parts.append(Part(f"{ENTRY} {n}", {"Put": put_request(table.name, entry)}))
     for n, (scope, value) in enumerate(sorted(moves.delete, key=_order)):
         key = entry_key(either.comment_id, scope, value)

@@ -117,7 +117,7 @@ async def _commit(
         parts = [_comment_part(table, stored, change.after)]
         parts += counters.parts(table, product_moves, five)
         parts += counters.queue_parts(table, stored.comment, change.after)
-        parts += facet_parts(table, stored.comment, change.after)
+        parts += facet_parts(table, stored.comment, change.after, version=stored.version + 1)
         parts += change.parts
         cancel = await transact(table, parts, budget)
         if cancel is None:

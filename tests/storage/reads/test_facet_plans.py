@@ -9,10 +9,10 @@ import pytest
 from storage.base.errors import InvalidFacet
 from storage.model import keys
 from storage.model.comments import Direction, ListingFilter, Order, PageRequest, RatingCounts
-from storage.model.facet_counts import FacetCounts
+from storage.model.facet_counts import FacetCounts, FacetListingCounts
 from storage.model.facets import FacetKind, FacetValue, Scope, counter_attr, facet_partition
 from storage.model.indexes import Index
-from storage.reads.facet_plans import FacetListingCounts, facet_plan_holds, plan_facet_listing
+from storage.reads.facet_plans import facet_plan_holds, plan_facet_listing
 from storage.reads.planner import Plan, Strategy
 
 PID = "p1"
