@@ -128,9 +128,14 @@ async def retag_comments(
             for item in response.get("Items", [])
             if is_comment_item(item) and stale(tagger, item_to_comment(item))
         ]
-        done = await asyncio.gather(*(one(comment_id) for comment_id in due))
-        retagged += sum(done)
-        raced += len(done) - sum(done)
+        # Every re-tag of the page ends before the run goes on, or stops on a failure.
+        outcomes = await asyncio.gather(*(one(c) for c in due), return_exceptions=True)
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        if failed:
+            raise failed[0]
+        done = [o for o in outcomes if o is True]
+        retagged += len(done)
+        raced += len(outcomes) - len(done)
         scanned += int(response.get("ScannedCount", 0))
         last = response.get("LastEvaluatedKey")
         await _write_checkpoint(
