@@ -8,7 +8,7 @@ process, and each tag comes with the words that matched it and where.
 
 The taxonomy document
 ---------------------
-JSON in UTF-8, as stored and as ``comments topics load FILE`` reads it::
+JSON in UTF-8, as stored and as ``comments taxonomy load FILE`` reads it::
 
     {
       "format": 1,
