@@ -4,10 +4,12 @@ entries and counters exact after each step, and the largest comment's edit fits.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from storage.base.errors import IdempotencyKeyReused
 from storage.engine.table import TableRef
 from storage.model.attributes import parse_definitions
 from storage.model.comments import NewComment
@@ -263,3 +265,19 @@ async def test_the_largest_comment_edited_to_replace_every_value_commits(table: 
     assert len(facet_parts) == 8 + 8 + 17
     assert len(committed) <= ACTION_BUDGET
     assert (await verify(own)).exact
+
+
+async def test_a_repeated_create_is_the_same_request_only_with_the_same_answers(
+    table: TableRef,
+) -> None:
+    own = await own_table(table, "answerskey")
+    await store_definitions(own, "p1", DEFINITIONS)
+    new = NewComment("p1", "en", 4, "Fine", "ann", idempotency_key="k1")
+    first = await create_comment(own, new, answers=[FIT_SMALL], taxonomy=FRESH, backoff=FAST)
+    again = await create_comment(own, new, answers=[FIT_SMALL], taxonomy=FRESH, backoff=FAST)
+    assert (again.created, again.comment.comment_id) == (False, first.comment.comment_id)
+    for other, incentivized in (([{"key": "fit", "value": "large"}], False), ([FIT_SMALL], True)):
+        with pytest.raises(IdempotencyKeyReused):
+            await create_comment(
+                own, replace(new, incentivized=incentivized), answers=other, backoff=FAST
+            )
