@@ -5,7 +5,7 @@ the create's alone (an ``Edit`` has no field for it)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from storage.engine.table import TableRef
@@ -13,7 +13,7 @@ from storage.model.attributes import DefinitionSet, answers_of, validate_answers
 from storage.model.comments import Comment, NewComment
 from storage.model.topics import Tagger
 from storage.writes.answers import check_answers, with_answers
-from storage.writes.tagging import TaxonomySource, tag
+from storage.writes.tagging import FreshTagger, tag
 from storage.writes.transaction import CallBudget
 
 
@@ -22,16 +22,16 @@ async def new_with_facets(
     new: NewComment,
     *,
     answers: Sequence[object] | None,
-    taxonomy: TaxonomySource | None,
+    tags: FreshTagger | None,
     budget: CallBudget | None = None,
 ) -> NewComment:
     """``new`` with its answers (when given: checked, ``InvalidFields`` naming every
-    problem) and its topics tagged (when a taxonomy source is given); as it is otherwise."""
+    problem) and its topics tagged (when a tagger is given); as it is otherwise."""
     if answers is not None:
         checked = await check_answers(table, new.product_id, answers, budget=budget)
         new = replace(new, facets=with_answers(new.facets, checked))
-    if taxonomy is not None:
-        new = tag(await taxonomy.tagger(table), new)
+    if tags is not None:
+        new = tag(await tags.get(), new)
     return new
 
 
@@ -41,17 +41,18 @@ def edited_facets(
     *,
     answers: Sequence[object] | None,
     definitions: DefinitionSet,
-    tagger: Tagger | None,
+    tagger: Callable[[], Tagger | None],
 ) -> Comment:
     """``content`` (the comment as an edit leaves its text) with the edit's answers replacing
     the stored ones (None: kept; checked against ``definitions``, a stored answer resent
     unchanged kept even when retired) and its topics tagged again when the title, the body
-    or the language changed."""
+    or the language changed, with ``tagger()`` (``FreshTagger.current``, which refuses an
+    aged one)."""
     if answers is not None:
         checked = validate_answers(definitions, answers, stored=answers_of(before.facets))
         content = replace(content, facets=with_answers(content.facets, checked))
     if retagged(before, content):
-        content = tag(tagger, content)
+        content = tag(tagger(), content)
     return content
 
 

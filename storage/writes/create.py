@@ -18,7 +18,7 @@ from storage.model.items import comment_to_item
 from storage.writes import counters, idempotency, limits
 from storage.writes.comment_facets import new_with_facets
 from storage.writes.facet_parts import facet_parts
-from storage.writes.tagging import TaxonomySource
+from storage.writes.tagging import FreshTagger, TaxonomySource, tag
 from storage.writes.transaction import CallBudget, Part, transact
 
 COMMENT = "comment"
@@ -55,7 +55,8 @@ async def create_comment(
     API passes both; without them ``new.facets`` is stored as given (imports, loads).
     """
     budget = CallBudget()
-    new = await new_with_facets(table, new, answers=answers, taxonomy=taxonomy, budget=budget)
+    tags = None if taxonomy is None else FreshTagger(table, taxonomy)
+    new = await new_with_facets(table, new, answers=answers, tags=tags, budget=budget)
     now = clock()
     comment = new.stored_as(
         keys.new_comment_id(),
@@ -70,6 +71,8 @@ async def create_comment(
         if counters.moves_five(product_moves):
             await counters.learn_five(table, comment.product_id, budget, five)
         while True:
+            if tags is not None:  # a retry long after the first tags with a fresh tagger
+                comment = tag(await tags.get(), comment)
             cancel = await transact(
                 table, _parts(table, new, comment, five, write_limits, now), budget
             )

@@ -19,11 +19,10 @@ from storage.model import keys, rules
 from storage.model.attributes import DefinitionSet
 from storage.model.comments import Comment, ModerationMode, Status
 from storage.model.rules import clean_body, clean_title
-from storage.model.topics import Tagger
 from storage.writes.answers import definitions_for
 from storage.writes.comment_facets import edited_facets
 from storage.writes.state import Stored, read_stored
-from storage.writes.tagging import FreshTaxonomy, TaxonomySource
+from storage.writes.tagging import FreshTagger, FreshTaxonomy, TaggerAged, TaxonomySource
 from storage.writes.transaction import CallBudget
 from storage.writes.transition import Change, apply
 
@@ -124,9 +123,9 @@ async def edit_comment(
     changes what topics are tagged from (the process's cache; else read each time)."""
     now = keys.format_timestamp(clock())
     budget = CallBudget()
-    tagger: Tagger | None = None
+    tags = FreshTagger(table, taxonomy or FreshTaxonomy())
     if edit.retags:
-        tagger = await (taxonomy or FreshTaxonomy()).tagger(table)
+        await tags.get()
     definitions = DefinitionSet()
     if edit.attributes:
         # The definitions are the product's, which a comment never changes: one read of
@@ -148,10 +147,15 @@ async def edit_comment(
             edit.applied_to(c),
             answers=edit.attributes,
             definitions=definitions,
-            tagger=tagger,
+            tagger=tags.current,
         )
         return Change(revision(c, content, moderation, now))
 
-    applied = await apply(table, comment_id, decide, backoff=backoff, budget=budget)
+    while True:
+        try:
+            applied = await apply(table, comment_id, decide, backoff=backoff, budget=budget)
+            break
+        except TaggerAged:  # retries took long: a tagger taken again, then decided again
+            await tags.get()
     assert applied.after is not None
     return applied.after

@@ -9,9 +9,11 @@ process, keyed by the taxonomy's revision, and checks the taxonomy's head (a sma
 half a read unit) at most once every ``check_seconds``; between checks a write costs no
 read at all. It holds at most ``max_bytes`` of compiled taxonomies (measured, not counted);
 one larger is compiled for each check and not kept. A write may therefore be tagged with a
-taxonomy replaced up to ``check_seconds`` (and one write's duration) ago: its fingerprint
-says so, and the re-tagging backfill (``storage.ops.retag``), which starts only once that
-window has passed, re-tags it like every comment of an older fingerprint. Counts stay
+taxonomy replaced up to ``check_seconds`` ago, or, when its retries slow it down, up to
+``TAGGER_AGE_MAX`` more (``FreshTagger`` takes the tagger again past that): its fingerprint
+says so, and the re-tagging backfill (``storage.ops.retag``), which starts only once
+``SETTLE_SECONDS`` have passed since the save, re-tags it like every comment of an older
+fingerprint. Counts stay
 exact meanwhile: a comment is counted under the topics it has, whichever taxonomy gave
 them. The cache is made once per process (in the app's lifespan) and passed down; it is
 not a module singleton.
@@ -25,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from storage.base.bounded import BoundedCache
+from storage.base.errors import StorageError
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, NewComment
 from storage.model.facets import FacetKind, FacetValue
@@ -36,12 +39,17 @@ from storage.writes.facet_settings import read_taxonomy, read_taxonomy_head
 CHECK_SECONDS = 5.0
 # Compiled taxonomies a process keeps: a full one (5,000 entries) is a few MB.
 CACHE_MAX_BYTES = 32 * 1024 * 1024
-# A write that read its tagger takes at most this long to commit (its retries' calls are
-# bounded by MAX_WRITE_CALLS, each by the client's timeouts), with margin.
-WRITE_SECONDS_MAX = 55.0
-# How long after a taxonomy is saved every write is tagged with it: the re-tagging
-# backfill waits this long before it scans, so no write of an older one commits behind it.
-SETTLE_SECONDS = CHECK_SECONDS + WRITE_SECONDS_MAX
+# A write commits with a tagger taken at most this long before its last attempt began: a
+# write slowed down by retries takes it again (``FreshTagger``).
+TAGGER_AGE_MAX = 20.0
+# The longest one call may take (``ClientSettings.longest_call_seconds``, 27 s by default):
+# the last attempt's transaction, from its start to its commit.
+CALL_SECONDS_MAX = 30.0
+# How long after a taxonomy is saved every commit is tagged with it: a process learns of it
+# within CHECK_SECONDS (and the head's replication, a second or so), and a write commits
+# within TAGGER_AGE_MAX + CALL_SECONDS_MAX of taking its tagger. The re-tagging backfill
+# waits this long before it scans, so that no write of an older one commits behind it.
+SETTLE_SECONDS = 60.0
 
 
 class TaxonomySource(Protocol):
@@ -97,6 +105,45 @@ class TaxonomyCache:
         # A taxonomy saved before heads were has none: it is read whole at each check.
         self._kept.put(table.name, fresh, 256 if tagger is None else tagger.footprint())
         return tagger
+
+
+class TaggerAged(StorageError):
+    """A write's tagger was taken more than TAGGER_AGE_MAX ago; the write takes it again
+    and decides again (handled inside, never raised to a caller)."""
+
+
+class FreshTagger:
+    """One write's tagger: taken from its source when first asked for, and again when a
+    retry finds it older than ``TAGGER_AGE_MAX``, so a commit is never tagged with a
+    taxonomy older than ``SETTLE_SECONDS`` allows for."""
+
+    def __init__(
+        self,
+        table: TableRef,
+        source: TaxonomySource,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._table = table
+        self._source = source
+        self._clock = clock
+        self._taken: tuple[Tagger | None, float] | None = None
+
+    async def get(self) -> Tagger | None:
+        """The tagger, taken again if it is aged (or was never taken)."""
+        if self._taken is None or self._aged(self._taken[1]):
+            self._taken = (await self._source.tagger(self._table), self._clock())
+        return self._taken[0]
+
+    def current(self) -> Tagger | None:
+        """The tagger taken, for a decision made now: ``TaggerAged`` if it is too old (or
+        was never taken), for the write to ``get`` it again."""
+        if self._taken is None or self._aged(self._taken[1]):
+            raise TaggerAged("the write's tagger is aged: take it again")
+        return self._taken[0]
+
+    def _aged(self, at: float) -> bool:
+        return self._clock() - at > TAGGER_AGE_MAX
 
 
 class FreshTaxonomy:

@@ -1,12 +1,24 @@
 """A process's copy of the taxonomy: compiled once per revision, checked by the small head
-at most once per interval (no read at all between checks), bounded in bytes."""
+at most once per interval (no read at all between checks), bounded in bytes; and a write's
+tagger, taken again when its retries made it old."""
 
 from __future__ import annotations
 
+import pytest
+
+from storage.engine.client import ClientSettings
 from storage.engine.table import TableRef
 from storage.model.topics import Tagger
 from storage.writes.facet_settings import read_taxonomy_head
-from storage.writes.tagging import TaxonomyCache
+from storage.writes.tagging import (
+    CALL_SECONDS_MAX,
+    CHECK_SECONDS,
+    SETTLE_SECONDS,
+    TAGGER_AGE_MAX,
+    FreshTagger,
+    TaggerAged,
+    TaxonomyCache,
+)
 from tests.helpers import own_table
 from tests.storage.facet_samples import Recording, store_taxonomy, taxonomy
 
@@ -56,3 +68,37 @@ async def test_a_taxonomy_over_the_cache_bound_is_used_but_not_kept(table: Table
         assert await small.tagger(own) is not None
     assert small.bytes == 0
     assert (small.compiled, small.reads) == (3, 6)  # read and compiled for every use
+
+
+class _Counting:
+    """A taxonomy source that counts how often it is asked."""
+
+    def __init__(self, tagger: Tagger) -> None:
+        self.asked = 0
+        self._tagger = tagger
+
+    async def tagger(self, table: TableRef) -> Tagger | None:
+        self.asked += 1
+        return self._tagger
+
+
+async def test_a_slow_write_takes_its_tagger_again_before_it_commits(table: TableRef) -> None:
+    source = _Counting(Tagger.for_taxonomy(taxonomy()))
+    now = [0.0]
+    tags = FreshTagger(table, source, clock=lambda: now[0])
+    with pytest.raises(TaggerAged):
+        tags.current()  # never taken
+    first = await tags.get()
+    now[0] = TAGGER_AGE_MAX
+    assert tags.current() is first
+    assert await tags.get() is first
+    assert source.asked == 1
+    now[0] = TAGGER_AGE_MAX + 0.1
+    with pytest.raises(TaggerAged):
+        tags.current()
+    await tags.get()
+    assert source.asked == 2
+    # What the backfill waits for covers a check, an aged tagger and the last call.
+    longest = ClientSettings().longest_call_seconds
+    assert longest <= CALL_SECONDS_MAX
+    assert CHECK_SECONDS + TAGGER_AGE_MAX + CALL_SECONDS_MAX <= SETTLE_SECONDS
