@@ -4,6 +4,7 @@ entries and counters exact after each step, and the largest comment's edit fits.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -281,3 +282,36 @@ async def test_a_repeated_create_is_the_same_request_only_with_the_same_answers(
             await create_comment(
                 own, replace(new, incentivized=incentivized), answers=other, backoff=FAST
             )
+
+
+async def test_creates_racing_a_definitions_change_leave_each_answer_counted(
+    table: TableRef,
+) -> None:
+    own = await own_table(table, "answersrace")
+    await store_definitions(own, "p1", [FIT])
+    large = [{"key": "fit", "value": "large"}]
+    narrower = parse_definitions([{**FIT, "values": FIT["values"][:2]}])  # type: ignore[index]
+
+    async def create(n: int) -> str:
+        new = NewComment("p1", "en", 1 + n % 5, f"take {n}", f"a{n}")
+        try:
+            await create_comment(own, new, answers=large, backoff=FAST)
+        except InvalidFields as exc:
+            return ",".join(p.code for p in exc.problems)
+        return "created"
+
+    outcomes = await asyncio.gather(
+        *(create(n) for n in range(8)),
+        save_definitions(own, Scope.product("p1"), narrower, revision=1),
+    )
+    assert set(outcomes[:8]) <= {"created", "VALUE_NOT_ALLOWED"}
+    created = outcomes[:8].count("created")
+    # Every create checked against the set before the change (or refused by the one after);
+    # those that committed count under the value now retired, exactly.
+    assert (await create(99)) == "VALUE_NOT_ALLOWED"
+    counter = await own.client.get_item(
+        TableName=own.name, Key={"PK": {"S": "PRODUCT#p1"}, "SK": {"S": "F#a:fit=large"}}
+    )
+    counted = sum(int(v["N"]) for k, v in counter.get("Item", {}).items() if k.startswith("c#*#"))
+    assert counted == created
+    assert (await verify(own)).exact
