@@ -19,6 +19,7 @@ from storage.model.rules import (
     clean_body,
     clean_title,
 )
+from storage.model.tagging import TagRecord
 
 # Shown for an author whose token carried no display name.
 ANONYMOUS = "Anonymous"
@@ -117,6 +118,8 @@ class Comment:
     facets: frozenset[FacetValue] = frozenset()
     # The reviewer received something for it (disclosed; set on create, never edited).
     incentivized: bool = False
+    # How its topics were tagged: the taxonomy's fingerprint and why (None: never tagged).
+    tagging: TagRecord | None = None
 
     @property
     def revised_at(self) -> str:
@@ -163,6 +166,7 @@ class NewComment:
     verified: bool = False
     facets: frozenset[FacetValue] = frozenset()
     incentivized: bool = False
+    tagging: TagRecord | None = None  # how the topics among ``facets`` were tagged
 
     def __post_init__(self) -> None:
         rules.validate_product_id(self.product_id)
@@ -206,6 +210,7 @@ class NewComment:
             submitted_at=created_at if status is Status.PENDING else None,
             facets=self.facets,
             incentivized=self.incentivized,
+            tagging=self.tagging,
         )
 
 

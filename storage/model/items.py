@@ -18,6 +18,7 @@ from storage.model.rules import (
     REPLY_MAX_BYTES,
     TITLE_MAX_BYTES,
 )
+from storage.model.tagging import RECORD_MAX_BYTES, TagRecord
 
 # Bumped by every write to a comment; writes that move counters condition on it.
 VERSION_ATTR = "version"
@@ -31,8 +32,9 @@ NOT_HELPFUL_ATTR = "notHelpful"
 FACETS_ATTR = "facets"  # a string set of facet value tokens (storage.model.facets)
 # The largest comment item (and entry, a copy of one): its texts at their limits in UTF-8
 # bytes (the body, title, author's names, the merchant's reply and its author, the
-# moderator's note and name), plus under 4 KiB of ids, keys, times and attribute names and
-# 2 KiB of facet values (at most MAX_FACET_VALUES tokens of 131 bytes).
+# moderator's note and name), plus under 4 KiB of ids, keys, times and attribute names,
+# 2 KiB of facet values (at most MAX_FACET_VALUES tokens of 131 bytes), and the comment's
+# tagging record with its fingerprint (entries do not copy it).
 ITEM_BYTES_MAX = (
     BODY_MAX_BYTES
     + TITLE_MAX_BYTES
@@ -41,12 +43,17 @@ ITEM_BYTES_MAX = (
     + NOTE_MAX_BYTES
     + 4096
     + 2048
+    + RECORD_MAX_BYTES
+    + 128
 )
 # DynamoDB ends a Query response at 1 MB of items read (filtered or counted ones too), so
 # a read of many items takes one call per this many of them at most.
 RESPONSE_BYTES = 1024 * 1024
 ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
 INCENTIVIZED_ATTR = "incentivized"
+# The fingerprint of the taxonomy its topics were tagged with, and why (storage.model.tagging).
+TAGGED_WITH_ATTR = "taggedWith"
+TOPIC_MATCHES_ATTR = "topicMatches"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
 EXPIRES_ATTR = TTL_ATTR
@@ -113,6 +120,9 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
         item[FACETS_ATTR] = {"SS": sorted(f.token for f in comment.facets)}
     if comment.incentivized:
         item[INCENTIVIZED_ATTR] = {"BOOL": True}
+    if comment.tagging is not None:
+        item[TAGGED_WITH_ATTR] = {"S": comment.tagging.fingerprint}
+        item[TOPIC_MATCHES_ATTR] = {"S": comment.tagging.to_json()}
     return item
 
 
@@ -187,7 +197,16 @@ def item_to_comment(item: Item) -> Comment:
         not_helpful=number(item, NOT_HELPFUL_ATTR),
         facets=frozenset(FacetValue.parse(t) for t in item.get(FACETS_ATTR, {}).get("SS", [])),
         incentivized=bool(item.get(INCENTIVIZED_ATTR, {}).get("BOOL", False)),
+        tagging=_tagging(item),
     )
+
+
+def _tagging(item: Item) -> TagRecord | None:
+    fingerprint = _text(item, TAGGED_WITH_ATTR)
+    matches = _text(item, TOPIC_MATCHES_ATTR)
+    if fingerprint is None or matches is None:
+        return None
+    return TagRecord.from_json(fingerprint, matches)
 
 
 def number(item: Item, name: str) -> int:
@@ -237,6 +256,8 @@ _NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
     HELPFUL_SORT_KEY,
     VERSION_ATTR,
     SLOT_ATTR,
+    TAGGED_WITH_ATTR,  # moderators' explanation: not what a page shows
+    TOPIC_MATCHES_ATTR,
 }
 ENTRY_AUTHOR_ATTR = "entryAuthor"
 # The version of the comment an entry copies (its own ``version`` would be a second one).
