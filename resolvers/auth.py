@@ -68,6 +68,9 @@ class Viewer:
     roles: frozenset[str]
     # Products the token says this viewer bought (its ``purchases`` claim).
     purchases: frozenset[str] = frozenset()
+    # Products the viewer reviews in exchange for something (its ``incentivized`` claim,
+    # which a sampling campaign's tokens carry).
+    incentivized_for: frozenset[str] = frozenset()
 
     @property
     def is_moderator(self) -> bool:
@@ -80,6 +83,11 @@ class Viewer:
     def bought(self, product_id: str) -> bool:
         """Whether a comment of this viewer on the product is a verified purchase."""
         return product_id in self.purchases
+
+    def incentivized(self, product_id: str) -> bool:
+        """Whether the token forces a comment of this viewer on the product to be
+        disclosed as incentivized."""
+        return product_id in self.incentivized_for
 
 
 def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
@@ -130,20 +138,26 @@ def authenticate(authorization: str | None, rules: TokenRules) -> Viewer:
             raise Unauthenticated(f"the token's name claim is not a display name: {exc}") from exc
     if not isinstance(roles, list) or not all(_is_identifier(r) for r in roles):
         raise Unauthenticated("the token's roles claim must be a list of role names")
-    purchases = paths.purchases.find(claims)
-    purchases = [] if purchases is None else purchases
-    if (
-        not isinstance(purchases, list)
-        or len(purchases) > PURCHASES_MAX
-        or not all(_is_identifier(p) for p in purchases)
-    ):
-        raise Unauthenticated(
-            f"the token's purchases claim must be a list of at most {PURCHASES_MAX} product ids"
-        )
+    purchases = _products(paths.purchases.find(claims), "purchases")
+    incentivized = _products(paths.incentivized.find(claims), "incentivized")
     # The provider's role names become this API's two roles; others mean nothing here.
     ours = {MODERATOR: paths.moderator_role, MERCHANT: paths.merchant_role}
     granted = frozenset(role for role, theirs in ours.items() if theirs in roles)
-    return Viewer(sub, name, granted, frozenset(purchases))
+    return Viewer(sub, name, granted, purchases, incentivized)
+
+
+def _products(found: object, claim: str) -> frozenset[str]:
+    """A claim that lists product ids (none when absent); Unauthenticated otherwise."""
+    listed = [] if found is None else found
+    if (
+        not isinstance(listed, list)
+        or len(listed) > PURCHASES_MAX
+        or not all(_is_identifier(p) for p in listed)
+    ):
+        raise Unauthenticated(
+            f"the token's {claim} claim must be a list of at most {PURCHASES_MAX} product ids"
+        )
+    return frozenset(listed)
 
 
 def _decode(
@@ -232,6 +246,7 @@ def mint(
     name: str | None = None,
     roles: list[str] | None = None,
     purchases: list[str] | None = None,
+    incentivized: list[str] | None = None,
     ttl_seconds: int = 24 * 3600,
     issuer: str | None = None,
     audience: str | None = None,
@@ -249,4 +264,6 @@ def mint(
         claims["roles"] = roles
     if purchases:
         claims["purchases"] = purchases
+    if incentivized:
+        claims["incentivized"] = incentivized
     return jwt.encode(claims, secret, algorithm=ALGORITHM)

@@ -1,4 +1,5 @@
-"""Where a token's claims are: the paths of the subject, display name, roles and purchases,
+"""Where a token's claims are: the paths of the subject, display name, roles, purchases and
+incentivized products,
 and which of the login provider's role names are this API's roles.
 
 A path is either dotted, ``realm_access.roles`` (each dot goes one object down; a colon is
@@ -57,6 +58,9 @@ class ClaimMap:
     name: ClaimPath = ClaimPath("name")
     roles: ClaimPath = ClaimPath("roles")
     purchases: ClaimPath = ClaimPath("purchases")
+    # Products whose review the viewer is given something for (a sampling campaign's
+    # tokens): a comment on one is incentivized, whatever the author says.
+    incentivized: ClaimPath = ClaimPath("incentivized")
     # The provider's role (or group) names that make a viewer a moderator, a merchant.
     moderator_role: str = "moderator"
     merchant_role: str = "merchant"

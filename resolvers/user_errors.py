@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from storage.base import errors as storage_errors
 from storage.engine.metering import Meter
+from storage.model.problems import InvalidFields
 
 T = TypeVar("T")
 
@@ -86,6 +87,17 @@ def refused(exc: storage_errors.StorageError, field: tuple[str, ...] | None) -> 
         raise ValueError(f"{type(exc).__name__} is not a problem of the input") from exc
     message = next((m for kind, m in _MESSAGES if isinstance(exc, kind)), str(exc))
     return Problems([Problem(field, message, code)])
+
+
+def answer_problems(exc: InvalidFields, field: tuple[str, ...]) -> Problems:
+    """Every problem storage found with a list of answers, each at its path under ``field``
+    (``["input", "attributes", "1", "value"]``), with its stable reason in the message."""
+    found = []
+    for p in exc.problems:
+        path = p.field[1:] if p.field[:1] == ("attributes",) else p.field
+        code = code_of(p.as_error()) or ProblemCode.INVALID
+        found.append(Problem((*field, *path), f"{p.message} ({p.code})", code))
+    return Problems(found)
 
 
 def not_found(meter: Meter, field: tuple[str, ...] | None) -> Problems:

@@ -81,6 +81,7 @@ from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, MAX_TOPICS
 # DynamoDB ends a Query response at 1 MB of items, so a page of large comments takes
 # several calls (storage.model.items says how many a call holds at most).
 from storage.model.items import ITEMS_PER_RESPONSE
+from storage.model.problems import PROBLEMS_MAX
 from storage.model.topics import TOPICS_MAX
 from storage.reads.facet_summaries import SUMMARY_VALUES_MAX
 from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
@@ -277,11 +278,13 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("QueryPlan", "queries"): _length(lambda lengths: lengths.queries),
     ("QueryPlan", "skippedRatings"): _length(lambda _: len(rules.RATINGS)),
     ("RatingStats", "histogram"): _length(lambda _: len(rules.RATINGS)),
-    # One problem per input field at most (createComment checks six), else one of a rule.
-    ("CreateCommentPayload", "userErrors"): _length(lambda _: 6),
+    # One problem per input field at most (createComment checks six), else one of a rule;
+    # its answers' problems as storage collects them, at most PROBLEMS_MAX (and one more
+    # saying there were more).
+    ("CreateCommentPayload", "userErrors"): _length(lambda _: 6 + PROBLEMS_MAX + 1),
     ("DeleteCommentPayload", "userErrors"): _length(lambda _: 1),
-    # updateComment checks five fields; the others two at most.
-    ("UpdateCommentPayload", "userErrors"): _length(lambda _: 5),
+    # updateComment checks five fields and the answers; the others two at most.
+    ("UpdateCommentPayload", "userErrors"): _length(lambda _: 5 + PROBLEMS_MAX + 1),
     ("ModerateCommentPayload", "userErrors"): _length(lambda _: 2),
     ("ReportCommentPayload", "userErrors"): _length(lambda _: 2),
     ("ReplyToCommentPayload", "userErrors"): _length(lambda _: 2),
@@ -289,7 +292,8 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("VoteHelpfulPayload", "userErrors"): _length(lambda _: 1),
     ("Viewer", "roles"): _length(lambda _: len(KNOWN_ROLES)),
     ("Moderation", "reasons"): _length(lambda _: len(REPORT_REASONS)),
-    ("UserError", "field"): _length(lambda _: 2),  # ["input", "<field>"]
+    # ["input", "<field>"], or an answer's ["input", "attributes", "<n>", "value"]
+    ("UserError", "field"): _length(lambda _: 4),
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from resolvers.auth import Viewer, authenticate
 from resolvers.comments.rates import take_turn
 from resolvers.context import Context
-from resolvers.user_errors import Checks, not_found, refused
+from resolvers.user_errors import Checks, answer_problems, not_found, refused
 from storage.base.errors import (
     CommentNotFound,
     CommentsPerProductLimit,
@@ -16,16 +16,31 @@ from storage.base.errors import (
 )
 from storage.model import rules
 from storage.model.comments import Comment, NewComment
+from storage.model.problems import InvalidFields
 from storage.model.rules import check_idempotency_key, clean_body, clean_title
 from storage.writes import CreateResult
 from storage.writes import create_comment as store_comment
 from storage.writes import delete_comment as remove_comment
 from storage.writes.children import has_children, remove_children
 from storage.writes.rates import Family
+from storage.writes.tagging import TaxonomyCache
 
 
 def viewer(ctx: Context) -> Viewer:
     return authenticate(ctx.authorization, ctx.tokens)
+
+
+def answers_of(attributes: list[tuple[str, str]] | None) -> list[object] | None:
+    """Answers as storage checks them (None: none given)."""
+    if attributes is None:
+        return None
+    return [{"key": key, "value": value} for key, value in attributes]
+
+
+def taxonomies(ctx: Context) -> TaxonomyCache:
+    """The process's copy of the shop's taxonomy (checked against the stored one's revision
+    every few seconds, bounded in bytes)."""
+    return ctx.table.memory(TaxonomyCache)
 
 
 async def create_comment(
@@ -37,9 +52,14 @@ async def create_comment(
     title: str | None,
     body: str,
     idempotency_key: str | None,
+    attributes: list[tuple[str, str]] | None = None,
+    incentivized: bool | None = None,
 ) -> CreateResult:
     """Store a comment by the viewer. Every problem of the input is reported at once
-    (``Problems``) and nothing is written unless there is none."""
+    (``Problems``) and nothing is written unless there is none. Its answers are checked
+    against the product's attribute definitions and its topics tagged with the shop's
+    taxonomy; it is incentivized when the author says so or the token's incentivized
+    claim names the product (the author cannot unset that)."""
     who = viewer(ctx)
     checks = Checks()
     field = ("input",)
@@ -62,14 +82,24 @@ async def create_comment(
             title=title,
             idempotency_key=idempotency_key,
             verified=who.bought(product_id),
+            incentivized=bool(incentivized) or who.incentivized(product_id),
         ),
     )
     checks.raise_any()
     assert new is not None
     try:
         result = await ctx.storage(
-            store_comment(ctx.table, new, write_limits=ctx.write_limits, moderation=ctx.moderation)
+            store_comment(
+                ctx.table,
+                new,
+                write_limits=ctx.write_limits,
+                moderation=ctx.moderation,
+                answers=answers_of(attributes),
+                taxonomy=taxonomies(ctx),
+            )
         )
+    except InvalidFields as exc:
+        raise answer_problems(exc, (*field, "attributes")) from exc
     except IdempotencyKeyReused as exc:
         raise refused(exc, (*field, "idempotencyKey")) from exc
     except CommentsPerProductLimit as exc:

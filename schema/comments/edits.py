@@ -1,4 +1,4 @@
-"""updateComment: the author changes text, rating or language."""
+"""updateComment: the author changes text, rating, language or answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from resolvers.user_errors import Problems
 from schema.comments.mutations import comment_id_of
 from schema.comments.types import Comment
 from schema.context import Info
+from schema.facets.types import AttributeInput
 from schema.user_errors import UserError
+from storage.model.facets import MAX_ATTRIBUTE_ANSWERS
 from storage.model.rules import BODY_MAX, TITLE_MAX
 
 
@@ -27,6 +29,12 @@ class UpdateCommentInput:
     )
     body: str | None = strawberry.field(
         default=None, description=f"The text: 1 to {BODY_MAX:,} characters."
+    )
+    attributes: list[AttributeInput] | None = strawberry.field(
+        default=None,
+        description="Replaces every answer; [] clears them; null or absent leaves them as "
+        f"they are. At most {MAX_ATTRIBUTE_ANSWERS}, one per attribute, each a value the "
+        "product's attribute definitions allow (a retired value may be kept, not given anew).",
     )
 
 
@@ -52,6 +60,9 @@ async def update_comment(info: Info, input: UpdateCommentInput) -> UpdateComment
             title=title,
             remove_title=input.title is None,
             body=input.body,
+            attributes=None
+            if input.attributes is None
+            else [(a.key, a.value) for a in input.attributes],
         )
     except Problems as refused:
         return UpdateCommentPayload(comment=None, user_errors=UserError.all(refused))

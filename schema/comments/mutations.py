@@ -11,9 +11,11 @@ from resolvers.user_errors import Problems
 from schema.comments.connection import edge_of
 from schema.comments.types import Comment
 from schema.context import Info
+from schema.facets.types import AttributeInput
 from schema.products.types import Product
 from schema.relay import decode_global_id
 from schema.user_errors import UserError
+from storage.model.facets import MAX_ATTRIBUTE_ANSWERS
 from storage.model.rules import BODY_MAX, TITLE_MAX
 
 
@@ -30,6 +32,18 @@ class CreateCommentInput:
         default=None,
         description="Retrying with the same key returns the first comment instead of "
         "creating another.",
+    )
+    attributes: list[AttributeInput] | None = strawberry.field(
+        default=None,
+        description=f"Answers to the shop's attributes (Product.attributeDefinitions): at "
+        f"most {MAX_ATTRIBUTE_ANSWERS}, one per attribute, each a value its definition "
+        "allows; every problem is a userError naming its path.",
+    )
+    incentivized: bool | None = strawberry.field(
+        default=None,
+        description="true: the author received something for this review (a free product, a "
+        "discount); shown on the comment and filterable. A sampling campaign's token sets it "
+        "whatever is sent here. It cannot be changed later.",
     )
 
 
@@ -92,6 +106,10 @@ async def create_comment(info: Info, input: CreateCommentInput) -> CreateComment
             title=input.title,
             body=input.body,
             idempotency_key=input.idempotency_key,
+            attributes=None
+            if input.attributes is None
+            else [(a.key, a.value) for a in input.attributes],
+            incentivized=input.incentivized,
         )
     except Problems as refused:
         return CreateCommentPayload(

@@ -74,6 +74,7 @@ class TokenSettings(BaseSettings):
     jwt_claim_name: str = _CLAIMS.name.text
     jwt_claim_roles: str = _CLAIMS.roles.text
     jwt_claim_purchases: str = _CLAIMS.purchases.text
+    jwt_claim_incentivized: str = _CLAIMS.incentivized.text
     jwt_role_moderator: str = Field(default=_CLAIMS.moderator_role, min_length=1)
     jwt_role_merchant: str = Field(default=_CLAIMS.merchant_role, min_length=1)
     # Key of the public author ids (Comment.authorId); unset: derived from JWT_SECRET, so
@@ -95,7 +96,11 @@ class TokenSettings(BaseSettings):
         return value
 
     @field_validator(
-        "jwt_claim_subject", "jwt_claim_name", "jwt_claim_roles", "jwt_claim_purchases"
+        "jwt_claim_subject",
+        "jwt_claim_name",
+        "jwt_claim_roles",
+        "jwt_claim_purchases",
+        "jwt_claim_incentivized",
     )
     @classmethod
     def _claim_path(cls, value: str) -> str:
@@ -128,6 +133,7 @@ class TokenSettings(BaseSettings):
             name=ClaimPath(self.jwt_claim_name),
             roles=ClaimPath(self.jwt_claim_roles),
             purchases=ClaimPath(self.jwt_claim_purchases),
+            incentivized=ClaimPath(self.jwt_claim_incentivized),
             moderator_role=self.jwt_role_moderator,
             merchant_role=self.jwt_role_merchant,
         )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from resolvers.auth import mint
 from storage.engine.table import TableRef
 from storage.model.attributes import parse_definitions
 from storage.model.comments import Comment, ListingFilter, NewComment, Order
@@ -16,7 +17,7 @@ from storage.model.facets import FacetValue, Scope
 from storage.model.topics import Taxonomy
 from storage.writes import create_comment
 from storage.writes.facet_settings import save_definitions, save_taxonomy
-from tests.api_helpers import Api, running_api
+from tests.api_helpers import SECRET, Api, running_api
 from tests.helpers import FAST, oracle, own_table, stamp
 
 SMALL = FacetValue.attribute("fit", "small")
@@ -274,3 +275,69 @@ async def test_a_count_of_several_values_is_priced_before_it_reads(
     async with running_api(own.client, own.name, max_query_cost=100) as roomy:
         counted = await roomy.data(TWO % "totalCount", {"p": PID, "n": 2})
         assert counted["product"]["comments"]["totalCount"] == len(want)
+
+
+CREATE = """mutation($i: CreateCommentInput!) {
+  createComment(input: $i) {
+    comment { commentId attributes { key value } topics incentivized }
+    userErrors { field code message }
+  }
+}"""
+UPDATE = """mutation($i: UpdateCommentInput!) {
+  updateComment(input: $i) {
+    comment { attributes { key value } topics incentivized }
+    userErrors { field code message }
+  }
+}"""
+
+
+def _new(**extra: Any) -> dict[str, Any]:
+    return {"productId": PID, "rating": 5, "language": "de", "body": "Der Akku hält", **extra}
+
+
+async def test_answers_are_checked_stored_and_replaced_and_topics_tagged(
+    shop: tuple[Api, list[Comment]],
+) -> None:
+    api, _ = shop
+    author = mint(SECRET, "answerer")
+    bad = [{"key": "fit", "value": "huge"}, {"key": "colour", "value": "red"}]
+    refused = (await api.data(CREATE, {"i": _new(attributes=bad)}, author))["createComment"]
+    assert refused["comment"] is None
+    fields = [e["field"] for e in refused["userErrors"]]
+    assert fields == [["input", "attributes", "0", "value"], ["input", "attributes", "1", "key"]]
+    assert {e["code"] for e in refused["userErrors"]} == {"INVALID"}
+    assert "VALUE_NOT_ALLOWED" in refused["userErrors"][0]["message"]
+
+    good = [{"key": "fit", "value": "small"}]
+    made = (await api.data(CREATE, {"i": _new(attributes=good)}, author))["createComment"]
+    comment = made["comment"]
+    assert made["userErrors"] == []
+    assert comment["attributes"] == [{"key": "fit", "value": "small"}]
+    assert comment["topics"] == ["battery"]  # "Akku" is a German word of the topic
+    assert comment["incentivized"] is False
+    cid = comment["commentId"]
+
+    kept = await api.data(UPDATE, {"i": {"id": cid, "rating": 4}}, author)
+    assert kept["updateComment"]["comment"]["attributes"] == [{"key": "fit", "value": "small"}]
+    moved = await api.data(
+        UPDATE, {"i": {"id": cid, "attributes": [{"key": "fit", "value": "large"}]}}, author
+    )
+    assert moved["updateComment"]["comment"]["attributes"] == [{"key": "fit", "value": "large"}]
+    cleared = await api.data(UPDATE, {"i": {"id": cid, "attributes": []}}, author)
+    assert cleared["updateComment"]["comment"]["attributes"] == []
+    retext = await api.data(UPDATE, {"i": {"id": cid, "body": "Passt gut"}}, author)
+    assert retext["updateComment"]["comment"]["topics"] == []  # re-tagged from the new text
+
+
+async def test_incentivized_is_the_authors_word_or_the_campaigns(
+    shop: tuple[Api, list[Comment]],
+) -> None:
+    api, _ = shop
+    said = await api.data(CREATE, {"i": _new(incentivized=True)}, mint(SECRET, "sampler"))
+    assert said["createComment"]["comment"]["incentivized"] is True
+    campaign = mint(SECRET, "tester", incentivized=[PID])
+    forced = await api.data(CREATE, {"i": _new(incentivized=False)}, campaign)
+    assert forced["createComment"]["comment"]["incentivized"] is True
+    other = mint(SECRET, "tester2", incentivized=["another-product"])
+    plain = await api.data(CREATE, {"i": _new()}, other)
+    assert plain["createComment"]["comment"]["incentivized"] is False
