@@ -117,6 +117,9 @@ class Comment:
     facets: frozenset[FacetValue] = frozenset()
     # The reviewer received something for it (disclosed; set on create, never edited).
     incentivized: bool = False
+    # The product group it counts in while published (storage.model.groups): set when it
+    # becomes published, from its product's membership, and changed only by a group move.
+    group_id: str | None = None
 
     @property
     def revised_at(self) -> str:

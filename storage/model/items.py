@@ -23,6 +23,8 @@ VOTE_ATTR = "vote"  # a vote item's verdict
 NOT_HELPFUL_ATTR = "notHelpful"
 FACETS_ATTR = "facets"  # a string set of facet value tokens (storage.model.facets)
 INCENTIVIZED_ATTR = "incentivized"
+# The group a published comment counts in (storage.model.groups).
+COMMENT_GROUP_ATTR = "groupId"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
 EXPIRES_ATTR = TTL_ATTR
@@ -89,6 +91,8 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
         item[FACETS_ATTR] = {"SS": sorted(f.token for f in comment.facets)}
     if comment.incentivized:
         item[INCENTIVIZED_ATTR] = {"BOOL": True}
+    if comment.group_id is not None:
+        item[COMMENT_GROUP_ATTR] = {"S": comment.group_id}
     return item
 
 
@@ -162,6 +166,7 @@ def item_to_comment(item: Item) -> Comment:
         not_helpful=number(item, NOT_HELPFUL_ATTR),
         facets=frozenset(FacetValue.parse(t) for t in item.get(FACETS_ATTR, {}).get("SS", [])),
         incentivized=bool(item.get(INCENTIVIZED_ATTR, {}).get("BOOL", False)),
+        group_id=_text(item, COMMENT_GROUP_ATTR),
     )
 
 
@@ -212,6 +217,7 @@ _NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
     VERSION_ATTR,
     SLOT_ATTR,
     FACETS_ATTR,
+    COMMENT_GROUP_ATTR,  # a group move leaves the product's entries as they are
 }
 ENTRY_AUTHOR_ATTR = "entryAuthor"
 
