@@ -41,14 +41,17 @@ from server.settings import (
     TokenSettings,
 )
 from server.shutdown import Drain, Leaving, Server
-from storage.base.errors import StorageError
+from storage.base.errors import GroupMoveUnfinished, StorageError
 from storage.engine.client import open_client
 from storage.engine.table import TableRef
+from storage.model.catalogue import split_lines
 from storage.model.comments import ListingFilter, Order
 from storage.model.layout_version import CODE_LAYOUT
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
 from storage.ops.bulk import load_new_products
+from storage.ops.catalogue_groups import CatalogueProblem, apply_catalogue
 from storage.ops.create import create_table
+from storage.ops.group_move import move_product
 from storage.ops.importer import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.ops.migrate import migrate
 from storage.ops.reshard import reshard_leaders
@@ -245,6 +248,35 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"products written at once (default {CONCURRENCY})",
     )
 
+    move = sub.add_parser(
+        "move-group",
+        help="put a product in a group (or none) and move its published comments there; "
+        "resumable; exit 3 when it stopped before the end",
+        description="Put a product in a group, or in no group without --group, and move its "
+        "published comments' group entries and counters there, one transaction per comment. "
+        "Both groups stay exact throughout, writes may go on meanwhile, and an interrupted "
+        "move is finished by running the same command again. Exit status: 0 when the group "
+        "holds all the product's published comments, 3 when the move stopped before that "
+        "(run it again), 2 on any other error.",
+    )
+    _add_connection(move)
+    move.add_argument("product_id")
+    move.add_argument("--group", metavar="GROUP_ID", help="the group (default: no group)")
+
+    catalogue = sub.add_parser(
+        "apply-catalogue",
+        help="put every product of a catalogue file in its group, moving comments "
+        "(exit 1: some lines had problems)",
+        description="Read a catalogue file (JSON Lines, docs/facets.md) and put each product "
+        "in the group its line names (in none when it names none), moving its comments. "
+        "Products the file does not name are left as they are. Problems are reported on "
+        "stderr with their line numbers and the other lines still apply; running the same "
+        "file again finishes what an interrupted run left. Exit status: 0 when every line "
+        "applied, 1 when some had problems, 2 on any other error.",
+    )
+    _add_connection(catalogue)
+    catalogue.add_argument("file", type=Path, help="the catalogue file (JSON Lines)")
+
     explain = sub.add_parser("explain", help="plan and read one page, printing the EXPLAIN")
     _add_connection(explain)
     explain.add_argument("product_id")
@@ -340,6 +372,46 @@ async def _verify(args: argparse.Namespace) -> int:
     if report.exact:
         return 0
     return 0 if args.repair and report.skipped == 0 else 1
+
+
+async def _move_group(args: argparse.Namespace) -> int:
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        table = TableRef(client, settings.dynamodb_table)
+        try:
+            result = await move_product(
+                table, args.product_id, args.group, progress=lambda line: note(line)
+            )
+        except GroupMoveUnfinished as exc:
+            print(f"NOT DONE: {exc}")
+            return MIGRATION_STOPPED
+    print(result.describe())
+    return 0
+
+
+async def _apply_catalogue(args: argparse.Namespace) -> int:
+    def problem(found: CatalogueProblem) -> None:
+        note(found.describe())
+
+    path: Path = args.file
+    settings = storage_settings(args)
+    try:
+        stream = path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        print(f"error: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    with stream:
+        chunks = iter(lambda: stream.read(1 << 16), "")
+        async with open_client(settings.client_settings()) as client:
+            table = TableRef(client, settings.dynamodb_table)
+            outcome = await apply_catalogue(
+                table, split_lines(chunks), progress=lambda line: note(line), on_problem=problem
+            )
+    print(outcome.describe())
+    if outcome.problems:
+        print(f"{len(outcome.problems)} lines had problems (listed on stderr with their numbers)")
+        return 1
+    return 0
 
 
 async def _explain(args: argparse.Namespace) -> int:
@@ -630,6 +702,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "explain": _explain,
             "seed": _seed,
             "import": _import,
+            "move-group": _move_group,
+            "apply-catalogue": _apply_catalogue,
         }
         return asyncio.run(handler[args.command](args))
     except ValidationError as exc:

@@ -1,0 +1,159 @@
+"""A grouped product's comments count in its group: a comment becoming published is placed
+by the membership it checks in the same transaction, one staying published keeps the
+group it stores, and a write that loses the race with a change of membership is placed
+again in the new group, never in the old one."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from storage.base.types import Response
+from storage.engine.table import TableRef
+from storage.engine.wrapping import ClientWrapper
+from storage.model.comments import ModerationMode, NewComment
+from storage.model.facets import FacetValue
+from storage.model.groups import held_key, members_key
+from storage.model.items import number
+from storage.ops.verify import verify
+from storage.writes import create_comment
+from storage.writes.delete import delete_comment
+from storage.writes.edit import Edit, edit_comment
+from storage.writes.membership import change_membership, read_membership
+from storage.writes.moderate import Decision, moderate_comment
+from tests.helpers import FAST, own_table
+
+FIT = FacetValue.attribute("fit", "small")
+
+
+class BeforeFirstTransaction(ClientWrapper):
+    """Runs ``step`` once, just before the first transaction is sent: a race lost on
+    purpose. Counts the transactions."""
+
+    def __init__(self, inner: Any, step: Callable[[], Awaitable[object]]) -> None:
+        super().__init__(inner)
+        self.step: Callable[[], Awaitable[object]] | None = step
+        self.transactions = 0
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation == "transact_write_items":
+            self.transactions += 1
+            step, self.step = self.step, None
+            if step is not None:
+                await step()
+        return await super()._call(operation, kwargs)
+
+
+async def _get(table: TableRef, key: dict[str, Any]) -> dict[str, Any]:
+    response = await table.client.get_item(TableName=table.name, Key=key, ConsistentRead=True)
+    return dict(response.get("Item") or {})
+
+
+async def _counts(table: TableRef, group: str) -> int:
+    """The group's stats: its published comments, all languages and ratings."""
+    item = await _get(table, {"PK": {"S": f"GROUP#{group}"}, "SK": {"S": "F#*"}})
+    return sum(int(v["N"]) for k, v in item.items() if k.startswith("c#*#"))
+
+
+async def _held(table: TableRef, product: str, group: str) -> int:
+    return number(await _get(table, held_key(product, group)), "n")
+
+
+async def test_a_grouped_products_comments_count_in_its_group(table: TableRef) -> None:
+    own = await own_table(table, "grouped")
+    await change_membership(own, "p1", "g1")
+    new = NewComment("p1", "en", 4, "Fits", "ann", facets=frozenset({FIT}))
+    made = (await create_comment(own, new, backoff=FAST)).comment
+    assert made.group_id == "g1"
+    assert (await _counts(own, "g1"), await _held(own, "p1", "g1")) == (1, 1)
+    pending = await create_comment(
+        own, NewComment("p1", "de", 2, "Eng", "bob"), moderation=ModerationMode.PRE
+    )
+    assert pending.comment.group_id is None  # unpublished: counted nowhere
+    assert await _counts(own, "g1") == 1
+    approved = await moderate_comment(
+        own, pending.comment.comment_id, Decision.APPROVE, moderator="m"
+    )
+    assert approved.group_id == "g1"
+    assert (await _counts(own, "g1"), await _held(own, "p1", "g1")) == (2, 2)
+    edited = await edit_comment(own, made.comment_id, Edit(rating=1), author_id="ann")
+    assert edited.group_id == "g1"
+    rejected = await moderate_comment(own, made.comment_id, Decision.REJECT, moderator="m")
+    assert rejected.group_id is None
+    assert (await _counts(own, "g1"), await _held(own, "p1", "g1")) == (1, 1)
+    assert (await verify(own)).exact
+    await delete_comment(own, approved.comment_id, backoff=FAST)
+    assert (await _counts(own, "g1"), await _held(own, "p1", "g1")) == (0, 0)
+    assert (await verify(own)).exact
+
+
+async def test_membership_changes_are_epochs_with_exact_member_counts(table: TableRef) -> None:
+    own = await own_table(table, "members")
+    assert (await read_membership(own, "p1")).epoch == 0
+    await change_membership(own, "p1", "g1")
+    await change_membership(own, "p2", "g1")
+    before, after = await change_membership(own, "p1", "g2")
+    assert (before.group_id, before.epoch, after.group_id, after.epoch) == ("g1", 1, "g2", 2)
+    assert after.moving
+    same = await change_membership(own, "p1", "g2")
+    assert same[0] == same[1]  # no change, no new epoch
+    await change_membership(own, "p2", None)
+    assert number(await _get(own, members_key("g1")), "n") == 0
+    assert number(await _get(own, members_key("g2")), "n") == 1
+    page = await own.client.query(
+        TableName=own.name,
+        KeyConditionExpression="PK = :pk AND begins_with(SK, :m)",
+        ExpressionAttributeValues={":pk": {"S": "GROUP#g2"}, ":m": {"S": "MEMBER#"}},
+    )
+    assert [i["SK"]["S"] for i in page["Items"]] == ["MEMBER#p1"]
+    assert (await verify(own)).exact
+
+
+async def test_a_create_racing_a_change_of_membership_lands_in_the_new_group(
+    table: TableRef,
+) -> None:
+    own = await own_table(table, "grouprace")
+    await change_membership(own, "p1", "g1")
+    racing = BeforeFirstTransaction(own.client, lambda: change_membership(own, "p1", "g2"))
+    view = TableRef(racing, own.name)
+    made = (
+        await create_comment(view, NewComment("p1", "en", 5, "Hi", "ann"), backoff=FAST)
+    ).comment
+    # The first transaction checked epoch 1 and failed; the second placed it by epoch 2.
+    assert racing.transactions == 2
+    assert made.group_id == "g2"
+    assert (await _counts(own, "g1"), await _counts(own, "g2")) == (0, 1)
+    assert (await _held(own, "p1", "g1"), await _held(own, "p1", "g2")) == (0, 1)
+    assert (await verify(own)).exact
+
+
+async def test_an_approval_racing_a_change_of_membership_lands_in_the_new_group(
+    table: TableRef,
+) -> None:
+    own = await own_table(table, "approverace")
+    await change_membership(own, "p1", "g1")
+    pending = await create_comment(
+        own, NewComment("p1", "en", 3, "Hi", "ann"), moderation=ModerationMode.PRE
+    )
+    racing = BeforeFirstTransaction(own.client, lambda: change_membership(own, "p1", None))
+    view = TableRef(racing, own.name)
+    approved = await moderate_comment(
+        view, pending.comment.comment_id, Decision.APPROVE, moderator="m", backoff=FAST
+    )
+    assert racing.transactions == 2
+    assert approved.group_id is None  # the product left its group: it counts in none
+    assert await _counts(own, "g1") == 0
+    assert (await verify(own)).exact
+
+
+async def test_a_create_outside_any_group_checks_that_none_was_set(table: TableRef) -> None:
+    own = await own_table(table, "ungrouped")
+    racing = BeforeFirstTransaction(own.client, lambda: change_membership(own, "p1", "g1"))
+    view = TableRef(racing, own.name)
+    made = (
+        await create_comment(view, NewComment("p1", "en", 5, "Hi", "ann"), backoff=FAST)
+    ).comment
+    assert made.group_id == "g1"
+    assert racing.transactions == 2
+    assert await _counts(own, "g1") == 1
+    assert (await verify(own)).exact
