@@ -310,6 +310,8 @@ def _print_report(report: Report) -> None:
     for line in report.describe():
         print(f"  DRIFT {line}")
     print(f"leaderboard layout: {report.layout.describe()}")
+    for product_id in report.moving:
+        print(f"  group move unfinished: {product_id} (move-group {product_id} finishes it)")
     if report.exact:
         print("all counters and leaderboard entries are exact")
 

@@ -89,6 +89,7 @@ class GroupTally:
     member_counts: dict[str, int] = field(default_factory=dict)
     held: dict[tuple[str, str], int] = field(default_factory=dict)  # (product, group)
     expected_held: Counter[tuple[str, str]] = field(default_factory=Counter)
+    ungrouped: set[str] = field(default_factory=set)  # products with comments in no group
 
     def see(self, item: Item) -> bool:
         """Take ``item`` if it is a group item (True), else leave it to the caller."""
@@ -109,13 +110,27 @@ class GroupTally:
 
     def comment(self, comment: Comment) -> None:
         """A comment of the scan: a published one counts in the group it stores."""
-        if comment.published and comment.group_id is not None:
+        if not comment.published:
+            return
+        if comment.group_id is None:
+            self.ungrouped.add(comment.product_id)
+        else:
             self.expected_held[(comment.product_id, comment.group_id)] += 1
 
     @property
     def moving(self) -> tuple[str, ...]:
-        """Products whose move is not yet certified complete."""
-        return tuple(sorted(p for p, (_, m) in self.memberships.items() if m.moving))
+        """Products whose move is not certified complete, or with published comments that
+        count outside their group (written by an import, which places none yet): a group
+        move of the product finishes them."""
+
+        def group(pid: str) -> str | None:
+            found = self.memberships.get(pid)
+            return None if found is None else found[1].group_id
+
+        flagged = {p for p, (_, m) in self.memberships.items() if m.moving}
+        flagged |= {p for p, g in self.expected_held if g != group(p)}
+        flagged |= {p for p in self.ungrouped if group(p) is not None}
+        return tuple(sorted(flagged))
 
     def drifts(self) -> tuple[GroupDrift, ...]:
         found = []

@@ -185,8 +185,11 @@ async def _pass(
         elsewhere = [
             i["commentId"]["S"] for i in items if i.get(COMMENT_GROUP_ATTR, {}).get("S") != target
         ]
-        done = await asyncio.gather(*(one(c) for c in elsewhere))
-        moved += sum(done)
+        done = await asyncio.gather(*(one(c) for c in elsewhere), return_exceptions=True)
+        moved += sum(d is True for d in done)
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                raise outcome  # every move of the page has ended: none left running
         say(f"{pid}: pass {number_}: {read} published comments read, {moved} moved")
         if "LastEvaluatedKey" not in page:
             return moved

@@ -170,8 +170,8 @@ class Report:
     facet_drifts: tuple[FacetCounterDrift, ...] = ()
     entry_drifts: tuple[EntryDrift, ...] = ()
     group_drifts: tuple[GroupDrift, ...] = ()
-    # Products whose group move is not yet certified complete (not a drift: each comment
-    # counts in the group it stores, exactly; the move finishes when run again).
+    # Products whose group move is not complete (not a drift: each comment counts in the
+    # group it stores, exactly; ``move-group`` finishes it).
     moving: tuple[str, ...] = ()
 
     @property

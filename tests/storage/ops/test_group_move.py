@@ -234,6 +234,7 @@ async def test_a_move_is_done_only_when_the_new_group_holds_every_comment(
     with pytest.raises(GroupMoveUnfinished):
         await move_product(view, "p1", "g2", passes=1, pause=0)
     assert (await read_membership(own, "p1")).moving  # not certified: 3 still in g1
+    assert (await verify(own)).moving == ("p1",)
     assert await held_counts(own, "p1") == {"g1": 3, "g2": 9}
     assert (await _check(own)) == {("p1", "g1"): 3, ("p1", "g2"): 9}
     finished = await move_product(view, "p1", "g2", pause=0)
@@ -246,8 +247,11 @@ async def test_joining_a_group_moves_comments_published_before_it(table: TableRe
     own = await own_table(table, "groupjoin")
     await create_many(own, _seeded("p1", 5))  # in no group
     assert (await _check(own)) == {("p1", None): 5}
+    assert (await verify(own)).moving == ()
+    await change_membership(own, "p1", "g1")
+    assert (await verify(own)).moving == ("p1",)
     joined = await move_product(own, "p1", "g1", pause=0)
-    assert (joined.changed, joined.moved, joined.total) == (True, 5, 5)
+    assert (joined.changed, joined.moved, joined.total) == (False, 5, 5)  # resumed
     assert (await _check(own)) == {("p1", "g1"): 5}
     left = await move_product(own, "p1", None, pause=0)
     assert (left.moved, left.total) == (5, 5)

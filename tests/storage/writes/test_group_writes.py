@@ -6,19 +6,21 @@ again in the new group, never in the old one."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from storage.base.types import Response
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
-from storage.model.comments import ModerationMode, NewComment
-from storage.model.facets import FacetValue
+from storage.model.comments import Comment, ModerationMode, NewComment
+from storage.model.facets import ACTION_BUDGET, MAX_FACET_VALUES, FacetValue
 from storage.model.groups import held_key, members_key
 from storage.model.items import number
 from storage.ops.verify import verify
 from storage.writes import create_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment
+from storage.writes.facet_parts import facet_parts
 from storage.writes.membership import change_membership, read_membership
 from storage.writes.moderate import Decision, moderate_comment
 from tests.helpers import FAST, own_table
@@ -157,3 +159,30 @@ async def test_a_create_outside_any_group_checks_that_none_was_set(table: TableR
     assert racing.transactions == 2
     assert await _counts(own, "g1") == 1
     assert (await verify(own)).exact
+
+
+def test_the_largest_comments_group_move_fits_the_budget(table: TableRef) -> None:
+    # Every value, incentivized, from one group to another: its group entries and
+    # counters out and in, the two held counts; with the comment and the membership's
+    # check, the move's transaction. The product's own entries stay as they are.
+    values = frozenset(FacetValue.topic(f"t{i}") for i in range(MAX_FACET_VALUES))
+    before = Comment(
+        "0" * 32,
+        "p1",
+        "en",
+        5,
+        None,
+        "b",
+        "ann",
+        "2024-01-01T00:00:00.000Z",
+        facets=values,
+        incentivized=True,
+        verified=True,
+        group_id="g1",
+    )
+    after = replace(before, group_id="g2")
+    parts = facet_parts(table, before, after)
+    listed = MAX_FACET_VALUES + 1  # and the group's own listing
+    assert len(parts) == 2 * listed + 2 * (listed + 1) + 2
+    assert len(parts) + 2 == 46 <= ACTION_BUDGET
+    assert not any("P:p1" in str(p.action) for p in parts)
