@@ -12,6 +12,9 @@ partition keys, the shared sort key, the helpful order's HSK, the moderation que
 A comment with a wrong or missing key is missing from a listing, or in one it left, while
 the counters still count it: written by code of an older layout during a migration, or by
 hand.
+Facet entries and counters (a group's among them, by the group each comment stores),
+the counts groups hold of products and groups' member items are checked too
+(``storage.ops.facet_check``, ``storage.ops.group_check``).
 ``repair`` rewrites those items, each under the condition that it still holds what the scan
 saw, so a write racing with the repair is never overwritten (that item is reported as
 skipped; run again).
