@@ -218,7 +218,8 @@ async def move_comment(
         applied = await apply(table, comment_id, decide, backoff=backoff)
     except CommentNotFound:
         return False
-    return applied.after is not None and applied.before.comment.group_id != target
+    after = applied.after
+    return after is not None and after.group_id != applied.before.comment.group_id
 
 
 def _changed(membership: Membership) -> Callable[[], GroupChanged]:
