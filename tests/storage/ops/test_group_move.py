@@ -315,3 +315,35 @@ async def test_verify_recounts_and_repairs_held_counts_and_members(table: TableR
     fixed = await repair(own, report)
     assert (fixed.repaired, fixed.skipped) == (4, 0)
     assert (await verify(own)).exact
+
+
+class ChangeAt(ClientWrapper):
+    """Changes the product's group to ``group`` just before the ``at``-th transaction."""
+
+    def __init__(self, inner: Any, table: TableRef, group: str, at: int) -> None:
+        super().__init__(inner)
+        self.table, self.group, self.at = table, group, at
+        self.transactions = 0
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation == "transact_write_items":
+            self.transactions += 1
+            if self.transactions == self.at:
+                await change_membership(self.table, "p1", self.group)
+        return await super()._call(operation, kwargs)
+
+
+async def test_a_move_follows_a_membership_changed_under_it(table: TableRef) -> None:
+    own = await own_table(table, "groupfollow")
+    await change_membership(own, "p1", "g1")
+    await create_many(own, _seeded("p1", 10))
+    # The 1st transaction changes the membership to g2; before the 4th, it changes to g3.
+    changing = ChangeAt(own.client, own, "g3", at=4)
+    said: list[str] = []
+    result = await move_product(
+        TableRef(changing, own.name), "p1", "g2", progress=said.append, pause=0, concurrency=1
+    )
+    assert "p1: the membership changed meanwhile; following it" in said
+    assert result.group_id == "g3"
+    assert (await _check(own)) == {("p1", "g3"): 10}
+    assert await held_counts(own, "p1") == {"g3": 10}
