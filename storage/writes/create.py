@@ -17,7 +17,7 @@ from storage.model.comments import Comment, ModerationMode, NewComment
 from storage.model.items import comment_to_item
 from storage.writes import counters, idempotency, limits
 from storage.writes.facet_parts import facet_parts
-from storage.writes.membership import learned, membership_check, read_membership
+from storage.writes.membership import learned, membership_check, membership_for_write
 from storage.writes.transaction import CallBudget, Part, transact
 
 COMMENT = "comment"
@@ -62,7 +62,7 @@ async def create_comment(
     # names, checked in the same transaction (storage.writes.membership).
     membership = None
     if comment.published:
-        membership = await read_membership(table, comment.product_id, budget)
+        membership = await membership_for_write(table, comment.product_id, budget)
         comment = replace(comment, group_id=membership.group_id)
     async with counters.five_star_turn(table, comment.product_id, product_moves):
         if counters.moves_five(product_moves):
@@ -83,7 +83,7 @@ async def create_comment(
                 raise CommentsPerProductLimit(write_limits.per_product)
             if cancel.failed(limits.PER_HOUR) and write_limits.per_hour is not None:
                 raise WriteRateLimited(write_limits.per_hour, limits.seconds_to_next_hour(now))
-            lost_group = membership is not None and learned(cancel, membership)
+            lost_group = membership is not None and learned(table, cancel, membership)
             if lost_group:
                 membership = lost_group
                 comment = replace(comment, group_id=lost_group.group_id)

@@ -2,9 +2,10 @@
 changing it.
 
 Every write that places a comment in a group (one that makes it published: a create
-under POST moderation, an approval; and a group move) reads the product's membership and
-checks its epoch in the same transaction; a lost race learns the new membership from the
-cancellation (ALL_OLD) and places the comment again. A write that keeps a comment
+under POST moderation, an approval; and a group move) takes the product's membership (as
+this process remembers it, else read) and checks its epoch in the same transaction; a
+lost race, or a memory gone stale, learns the membership from the cancellation (ALL_OLD)
+and places the comment again. A write that keeps a comment
 published keeps the group the comment stores (its version condition covers it), and an
 unpublished comment counts in no group. So once a change of membership commits, no write
 places a comment of the product in any other group.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from storage.base.bounded import BoundedCache
 from storage.base.errors import CounterInvariantBroken, WriteConflict
 from storage.base.expressions import Attr, Update, check_request, delete_request, put_request
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
@@ -30,6 +32,39 @@ from storage.model.rules import validate_product_id
 from storage.writes.transaction import CallBudget, Cancellation, Part, transact
 
 MEMBERSHIP = "membership"
+# The memberships a process remembers, within this many bytes: each charged its ids'
+# UTF-8 bytes and a fixed overhead (about 40,000 products at the longest ids).
+MEMORY_BYTES = 16 * 1024 * 1024
+_ENTRY_OVERHEAD = 150
+
+
+class MembershipMemory:
+    """The memberships this process last saw, a hint that writes check (the epoch in the
+    transaction) and never trust alone: a stale one costs a cancelled transaction whose
+    ALL_OLD image is the membership as it is. Bounded in bytes, least recently used out."""
+
+    def __init__(self, max_bytes: int = MEMORY_BYTES) -> None:
+        self._kept: BoundedCache[str, Membership] = BoundedCache(max_bytes)
+
+    def recall(self, product_id: str) -> Membership | None:
+        return self._kept.get(product_id)
+
+    def remember(self, membership: Membership) -> None:
+        ids = membership.product_id + (membership.group_id or "")
+        charge = _ENTRY_OVERHEAD + len(ids.encode())
+        self._kept.put(membership.product_id, membership, charge)
+
+
+async def membership_for_write(
+    table: TableRef, product_id: str, budget: CallBudget | None = None
+) -> Membership:
+    """The membership to place a comment by: remembered by this process, else read (and
+    remembered). The write's check of its epoch is what makes it safe."""
+    memory = table.memory(MembershipMemory)
+    known = memory.recall(product_id)
+    if known is None:
+        known = await read_membership(table, product_id, budget)
+    return known
 
 
 async def read_membership(
@@ -41,7 +76,9 @@ async def read_membership(
     response = await table.client.get_item(
         TableName=table.name, Key=membership_key(product_id), ConsistentRead=True
     )
-    return Membership.of(product_id, response.get("Item"))
+    found = Membership.of(product_id, response.get("Item"))
+    table.memory(MembershipMemory).remember(found)
+    return found
 
 
 def membership_check(table: TableRef, membership: Membership) -> Part:
@@ -51,11 +88,13 @@ def membership_check(table: TableRef, membership: Membership) -> Part:
     return Part(MEMBERSHIP, {"ConditionCheck": check})
 
 
-def learned(cancel: Cancellation, membership: Membership) -> Membership | None:
-    """The membership a failed check found (None: the check did not fail)."""
+def learned(table: TableRef, cancel: Cancellation, membership: Membership) -> Membership | None:
+    """The membership a failed check found, remembered (None: the check did not fail)."""
     if not cancel.failed(MEMBERSHIP):
         return None
-    return Membership.of(membership.product_id, cancel.item(MEMBERSHIP))
+    found = Membership.of(membership.product_id, cancel.item(MEMBERSHIP))
+    table.memory(MembershipMemory).remember(found)
+    return found
 
 
 def enters_group(before: Comment | None, after: Comment | None) -> bool:
@@ -120,6 +159,7 @@ async def change_membership(
             parts.append(_members_move(table, group_id, 1))
         cancel = await transact(table, parts, budget)
         if cancel is None:
+            table.memory(MembershipMemory).remember(after)
             return before, after
         if cancel.failed(MEMBERSHIP):
             continue  # changed since we read it: read again

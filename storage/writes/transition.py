@@ -35,8 +35,8 @@ from storage.writes.membership import (
     enters_group,
     learned,
     membership_check,
+    membership_for_write,
     placed,
-    read_membership,
 )
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import CallBudget, Part, transact
@@ -123,7 +123,7 @@ async def _commit(
     # checked in the same transaction (storage.writes.membership).
     membership = None
     if enters_group(stored.comment, change.after):
-        membership = await read_membership(table, stored.comment.product_id, budget)
+        membership = await membership_for_write(table, stored.comment.product_id, budget)
     stale = 0
     while True:
         after = placed(stored.comment, change.after, membership)
@@ -142,7 +142,7 @@ async def _commit(
         for name, refusal in change.refusals:
             if cancel.failed(name):
                 raise refusal()
-        lost_group = membership is not None and learned(cancel, membership)
+        lost_group = membership is not None and learned(table, cancel, membership)
         if lost_group:
             membership = lost_group
         if lost_group or counters.lost_five_star_race(table, cancel, five):

@@ -186,3 +186,36 @@ def test_the_largest_comments_group_move_fits_the_budget(table: TableRef) -> Non
     assert len(parts) == 2 * listed + 2 * (listed + 1) + 2
     assert len(parts) + 2 == 46 <= ACTION_BUDGET
     assert not any("P:p1" in str(p.action) for p in parts)
+
+
+class Counting(ClientWrapper):
+    """Counts reads of memberships and transactions."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.membership_reads = 0
+        self.transactions = 0
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation == "get_item" and kwargs["Key"]["SK"] == {"S": "GROUP"}:
+            self.membership_reads += 1
+        self.transactions += operation == "transact_write_items"
+        return await super()._call(operation, kwargs)
+
+
+async def test_a_process_remembers_memberships_and_a_stale_one_costs_one_retry(
+    table: TableRef,
+) -> None:
+    own = await own_table(table, "groupmemory")
+    await change_membership(own, "p1", "g1")
+    counting = Counting(own.client)
+    process = TableRef(counting, own.name)  # another process: its own memory
+    for n in range(3):
+        await create_comment(process, NewComment("p1", "en", 4, "Hi", f"a{n}"), backoff=FAST)
+    assert (counting.membership_reads, counting.transactions) == (1, 3)
+    await change_membership(own, "p1", "g2")  # by the first process
+    made = await create_comment(process, NewComment("p1", "en", 4, "Hi", "b"), backoff=FAST)
+    assert made.comment.group_id == "g2"
+    # The remembered epoch failed its check, whose image was the new membership.
+    assert (counting.membership_reads, counting.transactions) == (1, 5)
+    assert (await _counts(own, "g1"), await _counts(own, "g2")) == (3, 1)
