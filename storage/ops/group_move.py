@@ -29,7 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from storage.base.errors import CommentNotFound, GroupChanged, GroupMoveUnfinished
-from storage.base.expressions import Attr, Condition, Update, check_request, delete_request
+from storage.base.expressions import (
+    Attr,
+    Condition,
+    Update,
+    check_request,
+    delete_request,
+    query_request,
+)
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
@@ -169,15 +176,14 @@ async def _pass(
         async with gate:
             return await move_comment(table, comment_id, membership, backoff=backoff)
 
-    params = {
-        "TableName": table.name,
-        "IndexName": Index.ALL.value,
-        "KeyConditionExpression": "#pk = :pk",
-        "ExpressionAttributeNames": {"#pk": Index.ALL.partition_attr, "#g": COMMENT_GROUP_ATTR},
-        "ExpressionAttributeValues": {":pk": {"S": keys.all_pk(pid)}},
-        "ProjectionExpression": "commentId, #g",
-        "Limit": PAGE,
-    }
+    params = query_request(
+        table.name,
+        index=Index.ALL.value,
+        key=Attr(Index.ALL.partition_attr).eq(keys.all_pk(pid)),
+        forward=True,
+        limit=PAGE,
+        projection=["commentId", COMMENT_GROUP_ATTR],
+    )
     while True:
         page = await table.client.query(**params)
         items = page.get("Items", [])
@@ -231,15 +237,16 @@ def _changed(membership: Membership) -> Callable[[], GroupChanged]:
 
 async def held_counts(table: TableRef, product_id: str) -> dict[str, int]:
     """What each group holds of the product (strongly consistent)."""
-    params = {
-        "TableName": table.name,
-        "KeyConditionExpression": "PK = :pk AND begins_with(SK, :held)",
-        "ExpressionAttributeValues": {
-            ":pk": {"S": keys.product_pk(product_id)},
-            ":held": {"S": HELD_PREFIX},
-        },
-        "ConsistentRead": True,
-    }
+    # Every sort key that starts with HELD# ('$' follows '#').
+    held = Attr("SK").between(HELD_PREFIX, HELD_PREFIX[:-1] + "$")
+    params = query_request(
+        table.name,
+        index=None,
+        key=Attr("PK").eq(keys.product_pk(product_id)) & held,
+        forward=True,
+        limit=100,
+    )
+    params["ConsistentRead"] = True
     found: dict[str, int] = {}
     while True:
         page = await table.client.query(**params)

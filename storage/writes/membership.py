@@ -5,9 +5,9 @@ Every write that places a comment in a group (one that makes it published: a cre
 under POST moderation, an approval; and a group move) takes the product's membership (as
 this process remembers it, else read) and checks its epoch in the same transaction; a
 lost race, or a memory gone stale, learns the membership from the cancellation (ALL_OLD)
-and places the comment again. A write that keeps a comment
-published keeps the group the comment stores (its version condition covers it), and an
-unpublished comment counts in no group. So once a change of membership commits, no write
+and places the comment again. A write that keeps a comment published keeps the group the
+comment stores (its version condition covers it), and an unpublished comment counts in
+no group. So once a change of membership commits, no write
 places a comment of the product in any other group.
 """
 
