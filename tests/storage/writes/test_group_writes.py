@@ -5,6 +5,7 @@ again in the new group, never in the old one."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -15,8 +16,9 @@ from storage.engine.wrapping import ClientWrapper
 from storage.model.comments import Comment, ModerationMode, NewComment
 from storage.model.facets import ACTION_BUDGET, MAX_FACET_VALUES, FacetValue
 from storage.model.groups import held_key, members_key
-from storage.model.items import number
-from storage.ops.verify import verify
+from storage.model.items import is_comment_item, number
+from storage.ops.group_move import held_counts, move_product
+from storage.ops.verify import scan_pages, verify
 from storage.writes import create_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment
@@ -219,3 +221,50 @@ async def test_a_process_remembers_memberships_and_a_stale_one_costs_one_retry(
     # The remembered epoch failed its check, whose image was the new membership.
     assert (counting.membership_reads, counting.transactions) == (1, 5)
     assert (await _counts(own, "g1"), await _counts(own, "g2")) == (3, 1)
+
+
+async def test_creates_racing_changes_of_membership_count_exactly(table: TableRef) -> None:
+    own = await own_table(table, "groupflips")
+    await change_membership(own, "p1", "g1")
+    two = TableRef(own.client, own.name)  # another process, with its own memory
+
+    async def creates() -> None:
+        await asyncio.gather(
+            *(
+                create_comment(
+                    two if n % 2 else own,
+                    NewComment("p1", "en", 1 + n % 5, f"c{n}", f"a{n}"),
+                    backoff=FAST,
+                )
+                for n in range(30)
+            )
+        )
+
+    async def flips() -> None:
+        for group in ("g2", None, "g1", "g3"):
+            await asyncio.sleep(0.01)
+            await change_membership(own, "p1", group)
+
+    await asyncio.gather(creates(), flips())
+    report = await verify(own)
+    assert report.exact, report.describe()
+    assert report.moving == ("p1",)
+    held = {g: await _held(own, "p1", g) for g in ("g1", "g2", "g3")}
+    assert sum(held.values()) + await _ungrouped(own) == 30
+    assert [await _counts(own, g) for g in ("g1", "g2", "g3")] == list(held.values())
+    # Finishing the move gathers them from every group they landed in, and from none.
+    done = await move_product(own, "p1", "g3", pause=0)
+    assert done.total == 30
+    assert await held_counts(own, "p1") == {"g3": 30}
+    assert [await _counts(own, g) for g in ("g1", "g2", "g3")] == [0, 0, 30]
+    assert (await verify(own)).exact
+
+
+async def _ungrouped(table: TableRef) -> int:
+    """Published comments of p1 stored in no group, by a scan."""
+    found = 0
+    async for page in scan_pages(table):
+        for item in page.get("Items", []):
+            if is_comment_item(item) and "groupId" not in item:
+                found += 1
+    return found
