@@ -50,6 +50,10 @@ class Context:
     app_table: TableRef | None = None
     # The process's feed of the table's stream (subscriptions); None: live updates are off.
     feed: Feed | None = None
+    # The request's accepted cost (its budget of storage calls), and the server's budget,
+    # up to which work only execution can price (a count) may be added (``afford_...``).
+    accepted_calls: int | None = None
+    cost_ceiling: int | None = None
     # What a WebSocket client sent with connection_init (Strawberry sets it).
     connection_params: dict[str, object] | None = None
     # Whether the request came over a WebSocket (subscriptions run there only).
@@ -129,9 +133,21 @@ class Context:
                 self.request_id,
             )
 
-    def limit_storage_calls(self, budget: int) -> None:
-        """Allow this request at most ``budget`` storage calls (its accepted cost)."""
-        self.meter.budget = budget
+    def limit_storage_calls(self, budget: int, ceiling: int | None = None) -> None:
+        """Allow this request at most ``budget`` storage calls (its accepted cost), and up
+        to ``ceiling`` (the server's budget) for what only execution can price."""
+        self.meter.budget = self.accepted_calls = budget
+        self.cost_ceiling = ceiling
+
+    def afford_storage_calls(self, calls: int) -> bool:
+        """Whether ``calls`` more storage calls, priced during execution (a count), fit
+        under the server's budget; when they do, they are added to the request's."""
+        if self.meter.budget is None:
+            return True
+        if self.cost_ceiling is None or self.meter.budget + calls > self.cost_ceiling:
+            return False
+        self.meter.budget += calls
+        return True
 
     def for_operation(self) -> Context:
         """A context of its own for one operation on a WebSocket connection: the
@@ -146,7 +162,7 @@ class Context:
         event), a new deadline. The caller and the request id stay."""
         if self.app_table is None:
             raise RuntimeError("a context made without its application's table")
-        self.meter = Meter(budget=self.meter.budget)
+        self.meter = Meter(budget=self.accepted_calls)
         self.table = _metered(self.app_table, self.meter)
         self.deadline = asyncio.get_running_loop().time() + self.storage_timeout
         self.loaders = Loaders.for_request(self.table, self.deadline)

@@ -74,14 +74,15 @@ from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_lo
 from schema.viewer import KNOWN_ROLES
 from storage.base.errors import InvalidInput
 from storage.model import rules
+from storage.model.attributes import ATTRIBUTES_MAX, VALUES_MAX
 from storage.model.comments import PAGE_SIZE_MAX, REPORT_REASONS
-from storage.model.rules import (
-    AUTHOR_MAX_BYTES,
-    BODY_MAX_BYTES,
-    NOTE_MAX_BYTES,
-    REPLY_MAX_BYTES,
-    TITLE_MAX_BYTES,
-)
+from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, MAX_TOPICS
+
+# DynamoDB ends a Query response at 1 MB of items, so a page of large comments takes
+# several calls (storage.model.items says how many a call holds at most).
+from storage.model.items import ITEMS_PER_RESPONSE
+from storage.model.topics import TOPICS_MAX
+from storage.reads.facet_summaries import SUMMARY_VALUES_MAX
 from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
 from storage.writes.rates import CHECK_CALLS
@@ -90,22 +91,15 @@ from storage.writes.rates import CHECK_CALLS
 # guarantee of storage.writes), after the author's rate took its call (storage.writes.rates:
 # a refused write makes one more and no write).
 MUTATION_STORAGE_CALLS = MAX_WRITE_CALLS + CHECK_CALLS
-# DynamoDB ends a Query response at 1 MB of items, so a page of large comments takes
-# several calls. The largest comment item: its texts at their limits in UTF-8 bytes (the
-# body, title, author's names, the merchant's reply and its author, the moderator's note
-# and name), plus under 4 KiB of ids, keys, times and attribute names.
-RESPONSE_BYTES = 1024 * 1024
-ITEM_BYTES_MAX = (
-    BODY_MAX_BYTES
-    + TITLE_MAX_BYTES
-    + 4 * AUTHOR_MAX_BYTES
-    + REPLY_MAX_BYTES
-    + NOTE_MAX_BYTES
-    + 4096
-)
-ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
 # A fan-out or filtered read: the first round, then the top-ups of storage.reads.executor.
 ROUNDS = 2
+# A facet listing filtered on what its partitions cannot tell apart: its first round is
+# sized by the filters' share, and top-ups read on from there; a page that needs more
+# rounds than this fails with QUERY_TOO_COMPLEX (the request's budget is spent).
+FACET_ROUNDS = 4
+# A summary of topics: its counter items (a Query, more pages past 1 MB: at most this
+# many for every topic the taxonomy allows) and the taxonomy item for labels.
+TOPIC_CALLS = 4 + 1
 # Naming all five ratings is no filter, so a fan-out reads at most four partitions; a
 # verified-only read fans out over all five (the verified indexes are per rating).
 FAN_OUT_MAX = len(rules.RATINGS)
@@ -179,8 +173,31 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
     # single partition is one read, except in a rating order: there it is read to its
     # count, and a comment written since the counters were read takes one read more.
     single = width <= 1 and not (args is not None and _by_rating(args.get("orderBy")))
-    queries = _page_calls(size) * (1 if single else ROUNDS * max(width, 1))
+    rounds = ROUNDS
+    facets = None if args is None else args.get("facets")
+    if args is None or facets:
+        # A facet listing reads one value's partitions, one per rating; filtered on what
+        # they cannot tell apart, its top-ups may take more rounds (FACET_ROUNDS).
+        single, width = False, FAN_OUT_MAX
+        rounds = FACET_ROUNDS if args is None or _filtered(args, facets) else ROUNDS
+    queries = _page_calls(size) * (1 if single else rounds * max(width, 1))
     return FieldCost(1 + queries, 1, Lengths(size, queries))
+
+
+def _filtered(args: Mapping[str, Any], facets: object) -> bool:
+    """Whether a facet listing's queries filter (several values, verified purchases only,
+    incentivized reviews left out), or may: unreadable facets are priced as if."""
+    if not isinstance(facets, Mapping):
+        return True
+    values = len(facets.get("attributes") or ()) + (facets.get("topic") is not None)
+    values += bool(facets.get("withPhotos"))
+    return values > 1 or bool(facets.get("excludeIncentivized")) or bool(args.get("verifiedOnly"))
+
+
+def _topics(args: Args, _: Lengths) -> FieldCost:
+    first = None if args is None else args.get("first")
+    shown = TOPICS_MAX if not isinstance(first, int) else max(0, min(first, TOPICS_MAX))
+    return FieldCost(TOPIC_CALLS, shown)
 
 
 def _by_rating(order: object) -> bool:
@@ -233,6 +250,14 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Product", "stats"): _calls(1),
     ("Product", "lastCommentedAt"): _calls(1),
     ("Product", "comments"): _comments,
+    ("Product", "attributeDefinitions"): lambda _a, _l: FieldCost(1, ATTRIBUTES_MAX),
+    # The scope's answer counters (one Query) and its definitions for the display order.
+    ("Product", "attributeSummary"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
+    ("Product", "topics"): _topics,
+    ("AttributeDefinition", "values"): _length(lambda _: VALUES_MAX),
+    ("Comment", "attributes"): _length(lambda _: MAX_ATTRIBUTE_ANSWERS),
+    ("Comment", "topics"): _length(lambda _: MAX_TOPICS),
+    ("AttributeDistribution", "values"): _length(lambda _: SUMMARY_VALUES_MAX),
     ("Query", "moderationQueue"): _partition,
     ("Viewer", "comments"): _partition,
     ("Mutation", "createComment"): _calls(MUTATION_STORAGE_CALLS),
@@ -498,7 +523,7 @@ def cost_limit(budget: int, max_nodes: int = MAX_NODES) -> Callable[[], SchemaEx
                 context.result = ExecutionResult(data=None, errors=refusal.errors)
             else:
                 if isinstance(context.context, Context):
-                    context.context.limit_storage_calls(found.points)
+                    context.context.limit_storage_calls(found.points, budget)
             yield
 
         def get_results(self) -> dict[str, Any]:

@@ -41,13 +41,14 @@ from server.settings import (
     TokenSettings,
 )
 from server.shutdown import Drain, Leaving, Server
-from storage.base.errors import GroupMoveUnfinished, StorageError
+from storage.base.errors import GroupMoveUnfinished, InvalidInput, StorageError
 from storage.engine.client import open_client
 from storage.engine.table import TableRef
 from storage.model.catalogue import split_lines
 from storage.model.comments import ListingFilter, Order
 from storage.model.layout_version import CODE_LAYOUT
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
+from storage.model.topics import Tagger, Taxonomy
 from storage.ops.bulk import load_new_products
 from storage.ops.catalogue_groups import CatalogueProblem, apply_catalogue
 from storage.ops.create import create_table
@@ -55,9 +56,13 @@ from storage.ops.group_move import move_product
 from storage.ops.importer import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.ops.migrate import migrate
 from storage.ops.reshard import reshard_leaders
+from storage.ops.retag import PAGE_ITEMS as RETAG_PAGE_ITEMS
+from storage.ops.retag import retag_comments
 from storage.ops.verify import ReadPace, Report, repair, verify
 from storage.reads.cursor import Ordering, encode_cursor
 from storage.reads.reader import list_comments
+from storage.writes.facet_settings import SettingsChanged, read_taxonomy, save_taxonomy
+from storage.writes.tagging import SETTLE_SECONDS
 
 # Options that override a setting: the option's name in argparse -> the settings field.
 _STORAGE_OPTIONS = {
@@ -67,6 +72,8 @@ _STORAGE_OPTIONS = {
 }
 # migrate-table's exit status when it stopped before the end for safety (it says why).
 MIGRATION_STOPPED = 3
+# taxonomy load's exit status when the file or the revision was refused (it says why).
+REFUSED = 1
 _TOKEN_OPTIONS = {"secret": "jwt_secret", "issuer": "jwt_issuer", "audience": "jwt_audience"}
 _SERVE_OPTIONS = {"host": "host", "port": "port", "workers": "workers"}
 
@@ -248,6 +255,52 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"products written at once (default {CONCURRENCY})",
     )
 
+    taxonomy = sub.add_parser("taxonomy", help="the shop's topic taxonomy")
+    taxonomy_sub = taxonomy.add_subparsers(dest="taxonomy_command", required=True)
+    load = taxonomy_sub.add_parser(
+        "load",
+        help="store a taxonomy file (exit 1: refused, saying where)",
+        description="Store the topic taxonomy in FILE (JSON, the format storage/model/topics.py "
+        "documents) as the shop's, on the condition that the stored one is still the revision "
+        "read (or --revision's). Problems are printed with their path "
+        "(topics[3].words.de[2]). Exit status: 0 stored (or the same already), 1 refused (the "
+        "file, or a change made meanwhile: run again), 2 any other error. Comments tagged "
+        "before follow once `comments retag` has run.",
+    )
+    _add_connection(load)
+    load.add_argument("file", type=Path, help="the taxonomy (FILE.json)")
+    load.add_argument(
+        "--revision",
+        type=int,
+        metavar="N",
+        help="the revision the file was made from: refused if the stored one is another "
+        "(default: the revision stored when the command reads it)",
+    )
+
+    retag = sub.add_parser(
+        "retag",
+        help="re-tag comments tagged with another taxonomy than the stored one; resumable",
+        description="Re-tag every comment whose topics were tagged with a taxonomy other than "
+        "the stored one, one conditioned transaction per comment, so counters stay exact "
+        "throughout. It waits until every process has taken the stored taxonomy, keeps its "
+        "place in the table after every page (an interrupted run is finished by the next), "
+        "and prints progress on stderr. Exit status: 0 done, 2 on an error (run it again).",
+    )
+    _add_connection(retag)
+    retag.add_argument(
+        "--page-items",
+        type=int,
+        default=RETAG_PAGE_ITEMS,
+        help=f"items scanned per page, between checkpoints (default {RETAG_PAGE_ITEMS})",
+    )
+    retag.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=SETTLE_SECONDS,
+        help="seconds after the taxonomy was saved before the scan starts, so that no write "
+        f"tagged with the one before commits behind it (default {SETTLE_SECONDS:g})",
+    )
+
     move = sub.add_parser(
         "move-group",
         help="put a product in a group (or none) and move its published comments there; "
@@ -374,6 +427,82 @@ async def _verify(args: argparse.Namespace) -> int:
     if report.exact:
         return 0
     return 0 if args.repair and report.skipped == 0 else 1
+
+
+def _taxonomy_load(args: argparse.Namespace) -> int:
+    path: Path = args.file
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        print(f"error: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        taxonomy = Taxonomy.from_json(data)
+    except InvalidInput as exc:
+        print(f"{path}: {exc}", file=sys.stderr)
+        print("nothing was stored", file=sys.stderr)
+        return REFUSED
+    return asyncio.run(_store_taxonomy(args, taxonomy))
+
+
+async def _store_taxonomy(args: argparse.Namespace, taxonomy: Taxonomy) -> int:
+    fingerprint = Tagger.for_taxonomy(taxonomy).fingerprint
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        table = TableRef(client, settings.dynamodb_table)
+        stored = await read_taxonomy(table, consistent=True)
+        revision = stored.revision if args.revision is None else args.revision
+        if stored.taxonomy == taxonomy and revision == stored.revision:
+            print(f"the stored taxonomy (revision {stored.revision}) is this one already")
+            return 0
+        try:
+            saved = await save_taxonomy(table, taxonomy, revision=revision)
+        except SettingsChanged:
+            print(
+                f"refused: the stored taxonomy is at revision {stored.revision}, not {revision}"
+                if revision != stored.revision
+                else "refused: the taxonomy was changed meanwhile; read it and run again",
+                file=sys.stderr,
+            )
+            return REFUSED
+    print(
+        f"stored {len(taxonomy.topics)} topics as revision {saved.revision} "
+        f"(fingerprint {fingerprint[:16]})"
+    )
+    print("comments tagged with the one before follow once `comments retag` has run")
+    return 0
+
+
+async def _retag(args: argparse.Namespace) -> int:
+    if args.page_items < 1 or args.settle_seconds < 0:
+        print(
+            "error: --page-items must be at least 1, --settle-seconds not negative", file=sys.stderr
+        )
+        return 2
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        table = TableRef(client, settings.dynamodb_table)
+        try:
+            done = await retag_comments(
+                table,
+                progress=say,
+                page_items=args.page_items,
+                settle_seconds=args.settle_seconds,
+            )
+        except StorageError as exc:
+            print(f"\nerror: {exc}", file=sys.stderr)
+            print(
+                "every comment re-tagged so far is exact: run the same command again to "
+                "finish from the last checkpoint",
+                file=sys.stderr,
+            )
+            return 2
+    print(done.describe())
+    return 0
 
 
 async def _move_group(args: argparse.Namespace) -> int:
@@ -706,7 +835,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "import": _import,
             "move-group": _move_group,
             "apply-catalogue": _apply_catalogue,
+            "retag": _retag,
         }
+        if args.command == "taxonomy":
+            return _taxonomy_load(args)
         return asyncio.run(handler[args.command](args))
     except ValidationError as exc:
         for problem in _problems(exc):

@@ -31,6 +31,7 @@ from storage.model.comments import (
 from storage.ops.create import create_table
 from storage.reads.cursor import Ordering, decode_cursor, encode_cursor
 from storage.reads.executor import Page
+from storage.reads.facet_reader import read_facet_listing
 from storage.reads.reader import get_counts, read_listing
 from storage.writes import create_comment
 
@@ -104,6 +105,8 @@ def oracle(
         and (listing.language is None or c.language == listing.language)
         and (listing.ratings is None or c.rating in listing.ratings)
         and (c.verified or not listing.verified_only)
+        and listing.facets <= c.facets
+        and not (listing.exclude_incentivized and c.incentivized)
     ]
     newest = sorted(chosen, key=lambda c: c.sort_key, reverse=True)
     # Stable sorts: each keeps the newest-first order among equals.
@@ -141,7 +144,10 @@ async def walk(
 
     while True:
         request = PageRequest(size, direction, position)
-        _, page = await read_listing(table, listing, request, counts, order=order)
+        if listing.faceted:
+            _, page = await read_facet_listing(table, listing, request, order=order)
+        else:
+            _, page = await read_listing(table, listing, request, counts, order=order)
         if on_page is not None:
             on_page(page)
         out.append(list(page.comments))

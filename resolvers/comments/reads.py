@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from resolvers.comments.visibility import visible
 from resolvers.context import Context
-from resolvers.errors import Forbidden, Unauthenticated
+from resolvers.errors import BadUserInput, Forbidden, QueryTooComplex, Unauthenticated
+from resolvers.facets.filters import NONE as NO_FACETS
+from resolvers.facets.filters import Facets
 from resolvers.pages import page_request
 from resolvers.products.stats import counts
 from storage.model import rules
 from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
 from storage.reads.cursor import Ordering
 from storage.reads.executor import Page
+from storage.reads.facet_reader import (
+    count_calls,
+    count_facet_listing,
+    count_plan,
+    read_facet_listing,
+)
+from storage.reads.planner import Plan
 from storage.reads.reader import author_comments, author_total, queue_length, read_listing
 from storage.reads.reader import moderation_queue as read_queue
+
+# A listing's exact total, or how to count it when asked (a listing with several facet
+# values: its count reads entries, so it is read only for a request that selects it).
+Total = int | Callable[[], Awaitable[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +37,7 @@ class Listing:
     """One page of a listing with what the connection needs around it."""
 
     page: Page
-    total: int
+    total: Total
     has_next: bool
     has_previous: bool
     show_plan: bool  # the viewer may see how storage answered (EXPLAIN)
@@ -42,14 +56,28 @@ async def comments(
     before: str | None,
     verified_only: bool = False,
     order: Order = Order.NEWEST,
+    facets: Facets = NO_FACETS,
 ) -> Listing:
     """One page of a product's published comments in ``order``; totals and plan come from
-    the same stats read (the verified counters for ``verified_only``)."""
+    the same stats read (the verified counters for ``verified_only``), or from the facet
+    counters of a facet listing."""
+    if facets.product_id is not None and facets.product_id != pid:
+        raise BadUserInput(
+            "facets.productId narrows a group's listing; on a product's own listing it may "
+            "only name that product"
+        )
     listing = ListingFilter(
-        pid, language, None if ratings is None else frozenset(ratings), verified_only
+        pid,
+        language,
+        None if ratings is None else frozenset(ratings),
+        verified_only,
+        facets.values,
+        facets.exclude_incentivized,
     )
     ordering = Ordering.of(order)
     request = page_request(first, after, last, before, ordering=ordering)
+    if listing.faceted:
+        return await _facet_listing(ctx, listing, request, after, before, order, ordering)
     # The counters come through the request's loader (one read for every product and
     # language of the request), alongside the page's queries where storage can plan
     # without waiting for them.
@@ -69,10 +97,46 @@ async def comments(
     return _listing(ctx, page, total, request, after, before, ordering)
 
 
+async def _facet_listing(
+    ctx: Context,
+    listing: ListingFilter,
+    request: PageRequest,
+    after: str | None,
+    before: str | None,
+    order: Order,
+    ordering: Ordering,
+) -> Listing:
+    """A page of a facet listing. Its total comes from the counters with one facet value;
+    with several it is counted from the entries, only when asked for, within the budget."""
+    counts, page = await ctx.storage(
+        read_facet_listing(ctx.table, listing, request, tuning=ctx.tuning, order=order)
+    )
+    known = counts.total(listing)
+    total: Total = known if known is not None else _counter(ctx, count_plan(listing, counts))
+    return _listing(ctx, page, total, request, after, before, ordering)
+
+
+def _counter(ctx: Context, plan: Plan) -> Callable[[], Awaitable[int]]:
+    """``totalCount`` of a listing with several facet values: its entries counted, priced
+    first (QUERY_TOO_COMPLEX before any read when the request cannot afford it)."""
+
+    async def count() -> int:
+        calls = count_calls(plan)
+        if not ctx.afford_storage_calls(calls):
+            raise QueryTooComplex(
+                f"Counting these comments could take {calls} storage calls, more than this "
+                "request has left. Leave totalCount out: the page itself stays within budget "
+                "without it."
+            )
+        return await ctx.storage(count_facet_listing(ctx.table, plan))
+
+    return count
+
+
 def _listing(
     ctx: Context,
     page: Page,
-    total: int,
+    total: Total,
     request: PageRequest,
     after: str | None,
     before: str | None,

@@ -8,7 +8,7 @@ from typing import Self
 import strawberry
 from strawberry import relay
 
-from resolvers.comments.reads import Listing
+from resolvers.comments.reads import Listing, Total
 from schema.comments.types import Comment
 from storage.model import comments as model
 from storage.reads import executor
@@ -125,10 +125,17 @@ def edge_of(comment: model.Comment) -> relay.Edge[Comment]:
 )
 class CommentConnection(relay.Connection[Comment]):
     nodes: list[Comment] = strawberry.field(description="The comments of this page, in order.")
-    total_count: int = strawberry.field(
+    total: strawberry.Private[Total]
+
+    @strawberry.field(
         description="Exact number of comments matching the filter, from the maintained "
-        "counters (no scan)."
+        "counters (no scan). With several facet values it is counted from the narrowest "
+        "one's entries, priced before it runs: a request that cannot afford it is refused "
+        "with QUERY_TOO_COMPLEX (leave totalCount out; the page stays within budget)."
     )
+    async def total_count(self) -> int:
+        return self.total if isinstance(self.total, int) else await self.total()
+
     plan: QueryPlan | None = strawberry.field(
         description="How storage answered this page (EXPLAIN); null where plans are not exposed."
     )
@@ -152,6 +159,6 @@ class CommentConnection(relay.Connection[Comment]):
                 start_cursor=cursors[0] if cursors else None,
                 end_cursor=cursors[-1] if cursors else None,
             ),
-            total_count=listing.total,
+            total=listing.total,
             plan=QueryPlan.of(listing.page) if listing.show_plan else None,
         )

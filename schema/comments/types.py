@@ -12,10 +12,12 @@ from resolvers.comments import votes
 from resolvers.comments.visibility import reader
 from schema.comments.lifecycle import CommentStatus, HelpfulVote, MerchantReply, Moderation
 from schema.context import Info
+from schema.facets.types import CommentAttribute
 from schema.products.types import Product
 from schema.scalars import DateTime
 from storage.model import comments as model
 from storage.model import rules
+from storage.model.facets import FacetKind
 from storage.model.rules import TITLE_MAX
 
 
@@ -140,3 +142,24 @@ class Comment(relay.Node):
     @strawberry.field(description="The product commented on.")
     def product(self) -> Product:
         return Product.of(self.product_id)
+
+    @strawberry.field(description="The author's answers to the shop's attributes, by key.")
+    def attributes(self) -> list[CommentAttribute]:
+        answers = sorted(
+            (f for f in self.stored.facets if f.kind is FacetKind.ATTRIBUTE), key=lambda f: f.key
+        )
+        return [CommentAttribute(key=a.key, value=a.value) for a in answers]
+
+    @strawberry.field(
+        description="The keys of the shop's topics the comment mentions (tagged when it was "
+        "written or last edited, or re-tagged after the taxonomy changed), sorted."
+    )
+    def topics(self) -> list[str]:
+        return sorted(f.key for f in self.stored.facets if f.kind is FacetKind.TOPIC)
+
+    @strawberry.field(
+        description="The reviewer received something for this review (disclosed on the "
+        "page, as the FTC requires)."
+    )
+    def incentivized(self) -> bool:
+        return self.stored.incentivized

@@ -8,6 +8,9 @@ import strawberry
 from strawberry import relay
 
 from resolvers.comments import reads as comment_reads
+from resolvers.errors import BadUserInput
+from resolvers.facets import summaries
+from resolvers.facets.filters import NONE as NO_FACETS
 from resolvers.products import stats
 from schema.comments.orders import CommentOrder
 from schema.context import Info
@@ -17,6 +20,12 @@ from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCount
 
 if TYPE_CHECKING:
     from schema.comments.connection import CommentConnection
+    from schema.facets.types import (
+        AttributeDefinition,
+        AttributeDistribution,
+        CommentFacets,
+        TopicMention,
+    )
 
 
 @strawberry.type(description="How many comments carry one rating.")
@@ -88,6 +97,7 @@ class Product(relay.Node):
         after: str | None = None,
         last: int | None = None,
         before: str | None = None,
+        facets: Annotated[CommentFacets, strawberry.lazy("schema.facets.types")] | None = None,
     ) -> Annotated[CommentConnection, strawberry.lazy("schema.comments.connection")] | None:
         from schema.comments.connection import CommentConnection
 
@@ -102,8 +112,72 @@ class Product(relay.Node):
             before=before,
             verified_only=verified_only,
             order=order_by.stored(),
+            facets=NO_FACETS if facets is None else facets.checked(),
         )
         return CommentConnection.from_listing(page)
+
+    @strawberry.field(
+        description="The attributes the shop asks reviewers of this product (its group's, "
+        "when it has one), in display order; null when they could not be read."
+    )
+    async def attribute_definitions(
+        self, info: Info
+    ) -> list[Annotated[AttributeDefinition, strawberry.lazy("schema.facets.types")]] | None:
+        from schema.facets.types import AttributeDefinition
+
+        defined = await summaries.definitions(info.context, self.product_id)
+        return [AttributeDefinition.of(d) for d in defined]
+
+    @strawberry.field(
+        description="How the product's published comments answered each attribute: exact "
+        "counts for any language, ratings and verified filter, in the definitions' order "
+        "(then answers whose value the shop has retired)."
+    )
+    async def attribute_summary(
+        self,
+        info: Info,
+        language: str | None = None,
+        ratings: list[int] | None = None,
+        verified_only: bool = False,
+    ) -> list[Annotated[AttributeDistribution, strawberry.lazy("schema.facets.types")]] | None:
+        from schema.facets.types import AttributeDistribution
+
+        found = await summaries.attribute_summary(
+            info.context,
+            self.product_id,
+            language=language,
+            ratings=ratings,
+            verified_only=verified_only,
+        )
+        return [AttributeDistribution.of(d) for d in found]
+
+    @strawberry.field(
+        description='"Customers mention": the topics the product\'s published comments '
+        "mention, most mentioned first, with exact counts of all, positive (4-5 stars) and "
+        "negative (1-2 stars) mentions for any language, ratings and verified filter; "
+        "first: how many (all when null)."
+    )
+    async def topics(
+        self,
+        info: Info,
+        language: str | None = None,
+        ratings: list[int] | None = None,
+        verified_only: bool = False,
+        first: int | None = None,
+    ) -> list[Annotated[TopicMention, strawberry.lazy("schema.facets.types")]] | None:
+        from schema.facets.types import TopicMention
+
+        if first is not None and first < 0:
+            raise BadUserInput("first must not be negative")
+        found = await summaries.topics(
+            info.context,
+            self.product_id,
+            language=language,
+            ratings=ratings,
+            verified_only=verified_only,
+            first=first,
+        )
+        return [TopicMention.of(m) for m in found]
 
     @strawberry.field(
         description="When the newest comment still shown was written; null without comments. "

@@ -61,6 +61,9 @@ class Placeholders:
         self.values[placeholder] = wire(value)
         return placeholder
 
+    def copy(self) -> Placeholders:
+        return Placeholders(dict(self.names), dict(self.values), dict(self._by_name))
+
     def into(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` with the placeholders' maps added (only those in use)."""
         if self.names:
@@ -126,6 +129,10 @@ class Attr:
     def not_exists(self) -> Condition:
         return Exists(self, False)
 
+    def contains(self, value: Value) -> Condition:
+        """A string set (or list) that holds ``value``, or a string that holds it."""
+        return Contains(self, value)
+
 
 @dataclass(frozen=True, slots=True)
 class Compare(Condition):
@@ -165,6 +172,15 @@ class Exists(Condition):
     def render(self, p: Placeholders) -> str:
         function = "attribute_exists" if self.present else "attribute_not_exists"
         return f"{function}({p.name(self.attr.name)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Contains(Condition):
+    attr: Attr
+    value: Value
+
+    def render(self, p: Placeholders) -> str:
+        return f"contains({p.name(self.attr.name)}, {p.value(self.value)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +260,10 @@ class Update:
             "Key": key,
             "UpdateExpression": self.expression(),
         }
-        return _conditioned(params, self.p, all_of(self.conditions), return_old)
+        # The conditions' placeholders go into a copy: asking again (a retry) gives the
+        # same request, not one with placeholders of the last one left unused, which
+        # DynamoDB refuses.
+        return _conditioned(params, self.p.copy(), all_of(self.conditions), return_old)
 
 
 def put_request(

@@ -1,6 +1,7 @@
 """The batch calls, with what storage leaves unprocessed retried: BatchGetItem (items by key,
-in chunks of ``BATCH_GET_MAX``) and BatchWriteItem (puts and deletes that condition on
-nothing: loads of new products, the tidy-up of a deleted comment's children)."""
+in chunks of ``BATCH_GET_MAX``), BatchWriteItem (puts and deletes that condition on
+nothing: loads of new products, the tidy-up of a deleted comment's children), and
+TransactGetItems (items as of one moment, when a number is made from several of them)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from storage.base.errors import StorageUnavailable
+from storage.base.errors import StorageUnavailable, TransactionCancelled
 from storage.base.expressions import Placeholders
 from storage.base.types import Item
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
@@ -17,6 +18,7 @@ from storage.engine.table import TableRef
 # DynamoDB's limits of keys per BatchGetItem and of requests per BatchWriteItem.
 BATCH_GET_MAX = 100
 BATCH_WRITE_MAX = 25
+TRANSACT_GET_MAX = 100
 
 
 async def batch_write(table: TableRef, requests: list[dict[str, Any]], backoff: Backoff) -> None:
@@ -74,3 +76,22 @@ async def _batch_chunk(table: TableRef, request: dict[str, Any], backoff: Backof
             return found
         await backoff.sleep(attempt)
     raise StorageUnavailable("storage kept some keys unprocessed")
+
+
+async def get_together(
+    table: TableRef, item_keys: Sequence[Item], backoff: Backoff = DEFAULT_BACKOFF
+) -> list[Item | None]:
+    """The items of these keys as of one moment, in the order asked (None: no item): no
+    transaction lands between two of them, so a number made from several is exact. A read
+    cancelled by a transaction in progress on one of them is tried again with backoff."""
+    if len(item_keys) > TRANSACT_GET_MAX:
+        raise ValueError(f"at most {TRANSACT_GET_MAX} items are read together")
+    request = [{"Get": {"TableName": table.name, "Key": key}} for key in item_keys]
+    for attempt in range(1, backoff.attempts + 1):
+        try:
+            response = await table.client.transact_get_items(TransactItems=request)
+        except TransactionCancelled:
+            await backoff.sleep(attempt)
+            continue
+        return [entry.get("Item") for entry in response.get("Responses", [])]
+    raise StorageUnavailable("storage kept cancelling a read of items together")

@@ -31,6 +31,7 @@ _CAPACITY_CALLS = frozenset(
         "scan",
         "get_item",
         "batch_get_item",
+        "transact_get_items",
         "batch_write_item",
         "transact_write_items",
         "update_item",
@@ -40,7 +41,7 @@ _CAPACITY_CALLS = frozenset(
 )
 
 
-_READS = frozenset({"query", "scan", "get_item", "batch_get_item"})
+_READS = frozenset({"query", "scan", "get_item", "batch_get_item", "transact_get_items"})
 
 
 class CallFigures(NamedTuple):
@@ -61,6 +62,8 @@ def call_figures(operation: str, response: Response) -> CallFigures:
         items = 1 if response.get("Item") else 0
     elif operation == "batch_get_item":
         items = sum(len(v) for v in response.get("Responses", {}).values())
+    elif operation == "transact_get_items":
+        items = sum(1 for r in response.get("Responses", []) if r.get("Item"))
     read = write = 0.0
     capacity = response.get("ConsumedCapacity") or []
     for entry in capacity if isinstance(capacity, list) else [capacity]:

@@ -27,6 +27,9 @@ class ClientWrapper:
     async def batch_get_item(self, **kwargs: Any) -> Response:
         return await self._call("batch_get_item", kwargs)
 
+    async def transact_get_items(self, **kwargs: Any) -> Response:
+        return await self._call("transact_get_items", kwargs)
+
     async def batch_write_item(self, **kwargs: Any) -> Response:
         return await self._call("batch_write_item", kwargs)
 

@@ -19,6 +19,7 @@ from storage.model.rules import (
     clean_body,
     clean_title,
 )
+from storage.model.tagging import TagRecord
 
 # Shown for an author whose token carried no display name.
 ANONYMOUS = "Anonymous"
@@ -117,6 +118,8 @@ class Comment:
     facets: frozenset[FacetValue] = frozenset()
     # The reviewer received something for it (disclosed; set on create, never edited).
     incentivized: bool = False
+    # How its topics were tagged: the taxonomy's fingerprint and why (None: never tagged).
+    tagging: TagRecord | None = None
     # The product group it counts in while published (storage.model.groups): set when it
     # becomes published, from its product's membership, and changed only by a group move.
     group_id: str | None = None
@@ -166,6 +169,7 @@ class NewComment:
     verified: bool = False
     facets: frozenset[FacetValue] = frozenset()
     incentivized: bool = False
+    tagging: TagRecord | None = None  # how the topics among ``facets`` were tagged
 
     def __post_init__(self) -> None:
         rules.validate_product_id(self.product_id)
@@ -209,6 +213,7 @@ class NewComment:
             submitted_at=created_at if status is Status.PENDING else None,
             facets=self.facets,
             incentivized=self.incentivized,
+            tagging=self.tagging,
         )
 
 
@@ -300,12 +305,25 @@ class ListingFilter:
     language: str | None = None
     ratings: frozenset[int] | None = field(default=None)
     verified_only: bool = False
+    # Facet values every listed comment has (answers, a topic, photos): AND.
+    facets: frozenset[FacetValue] = frozenset()
+    # Leave out comments written in exchange for something.
+    exclude_incentivized: bool = False
 
     def __post_init__(self) -> None:
         rules.validate_product_id(self.product_id)
         if self.language is not None:
             object.__setattr__(self, "language", rules.validate_language(self.language))
         object.__setattr__(self, "ratings", rules.validate_ratings(self.ratings))
+        if len(self.facets) > MAX_FACET_VALUES:
+            raise InvalidFacet(f"a listing takes at most {MAX_FACET_VALUES} facet values")
+        if any(not f.kind.listed or f.kind is FacetKind.GROUP_ALL for f in self.facets):
+            raise InvalidFacet("a listing filters by answers, topics and photos only")
+
+    @property
+    def faceted(self) -> bool:
+        """Whether the listing is more than the product's own partitions give."""
+        return bool(self.facets) or self.exclude_incentivized
 
 
 def check_facets(facets: frozenset[FacetValue]) -> None:

@@ -11,6 +11,14 @@ from storage.model import facets, keys
 from storage.model.comments import REPORT_REASONS, Comment, Moderation, Reply, Status
 from storage.model.facets import FacetValue, Scope
 from storage.model.indexes import HELPFUL_SORT_KEY, QUEUE_SORT_KEY, SORT_KEY, TTL_ATTR, Index
+from storage.model.rules import (
+    AUTHOR_MAX_BYTES,
+    BODY_MAX_BYTES,
+    NOTE_MAX_BYTES,
+    REPLY_MAX_BYTES,
+    TITLE_MAX_BYTES,
+)
+from storage.model.tagging import RECORD_MAX_BYTES, TagRecord
 
 # Bumped by every write to a comment; writes that move counters condition on it.
 VERSION_ATTR = "version"
@@ -22,7 +30,30 @@ HELPFUL_ATTR = "helpful"
 VOTE_ATTR = "vote"  # a vote item's verdict
 NOT_HELPFUL_ATTR = "notHelpful"
 FACETS_ATTR = "facets"  # a string set of facet value tokens (storage.model.facets)
+# The largest comment item (and entry, a copy of one): its texts at their limits in UTF-8
+# bytes (the body, title, author's names, the merchant's reply and its author, the
+# moderator's note and name), plus under 4 KiB of ids, keys, times and attribute names,
+# 2 KiB of facet values (at most MAX_FACET_VALUES tokens of 131 bytes), and the comment's
+# tagging record with its fingerprint (entries do not copy it).
+ITEM_BYTES_MAX = (
+    BODY_MAX_BYTES
+    + TITLE_MAX_BYTES
+    + 4 * AUTHOR_MAX_BYTES
+    + REPLY_MAX_BYTES
+    + NOTE_MAX_BYTES
+    + 4096
+    + 2048
+    + RECORD_MAX_BYTES
+    + 128
+)
+# DynamoDB ends a Query response at 1 MB of items read (filtered or counted ones too), so
+# a read of many items takes one call per this many of them at most.
+RESPONSE_BYTES = 1024 * 1024
+ITEMS_PER_RESPONSE = RESPONSE_BYTES // ITEM_BYTES_MAX
 INCENTIVIZED_ATTR = "incentivized"
+# The fingerprint of the taxonomy its topics were tagged with, and why (storage.model.tagging).
+TAGGED_WITH_ATTR = "taggedWith"
+TOPIC_MATCHES_ATTR = "topicMatches"
 # The group a published comment counts in (storage.model.groups).
 COMMENT_GROUP_ATTR = "groupId"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
@@ -91,6 +122,9 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
         item[FACETS_ATTR] = {"SS": sorted(f.token for f in comment.facets)}
     if comment.incentivized:
         item[INCENTIVIZED_ATTR] = {"BOOL": True}
+    if comment.tagging is not None:
+        item[TAGGED_WITH_ATTR] = {"S": comment.tagging.fingerprint}
+        item[TOPIC_MATCHES_ATTR] = {"S": comment.tagging.to_json()}
     if comment.group_id is not None:
         item[COMMENT_GROUP_ATTR] = {"S": comment.group_id}
     return item
@@ -145,7 +179,8 @@ def item_to_comment(item: Item) -> Comment:
         rating=int(item["rating"]["N"]),
         title=_text(item, "title"),
         body=item["body"]["S"],
-        author_id=item["author"]["S"],
+        # An entry carries the author under another name (``author`` keys byAuthor).
+        author_id=(item.get("author") or item[ENTRY_AUTHOR_ATTR])["S"],
         created_at=item["createdAt"]["S"],
         author_name=_text(item, "authorName"),
         # Comments written before statuses existed were all published.
@@ -166,8 +201,17 @@ def item_to_comment(item: Item) -> Comment:
         not_helpful=number(item, NOT_HELPFUL_ATTR),
         facets=frozenset(FacetValue.parse(t) for t in item.get(FACETS_ATTR, {}).get("SS", [])),
         incentivized=bool(item.get(INCENTIVIZED_ATTR, {}).get("BOOL", False)),
+        tagging=_tagging(item),
         group_id=_text(item, COMMENT_GROUP_ATTR),
     )
+
+
+def _tagging(item: Item) -> TagRecord | None:
+    fingerprint = _text(item, TAGGED_WITH_ATTR)
+    matches = _text(item, TOPIC_MATCHES_ATTR)
+    if fingerprint is None or matches is None:
+        return None
+    return TagRecord.from_json(fingerprint, matches)
 
 
 def number(item: Item, name: str) -> int:
@@ -210,25 +254,34 @@ def queue_count_key() -> Item:
 
 # What an entry (storage.model.facets) must not carry of its comment's item: every other
 # index's keys (the entry would show in those listings twice), and what only the comment
-# itself holds. The author id, a byAuthor key, travels under another name.
+# itself holds. The author id, a byAuthor key, travels under another name. The facet
+# values travel: a page shows them, and a second facet filters the first's entries.
 _NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
     QUEUE_SORT_KEY,
     HELPFUL_SORT_KEY,
     VERSION_ATTR,
     SLOT_ATTR,
-    FACETS_ATTR,
+    TAGGED_WITH_ATTR,  # moderators' explanation: not what a page shows
+    TOPIC_MATCHES_ATTR,
     COMMENT_GROUP_ATTR,  # a group move leaves the product's entries as they are
 }
 ENTRY_AUTHOR_ATTR = "entryAuthor"
+# The version of the comment an entry copies (its own ``version`` would be a second one).
+ENTRY_VERSION_ATTR = "entryOf"
 
 
-def entry_items(comment: Comment, pairs: Iterable[tuple[Scope, FacetValue]]) -> list[Item]:
-    """The entries of ``comment`` for each (scope, value) of ``pairs``, in their order: a
-    copy of what a page shows of it, in its own partition, keyed into both facet indexes
-    and sorted like the listings. The copy is made once for all of them."""
+def entry_items(
+    comment: Comment, pairs: Iterable[tuple[Scope, FacetValue]], version: int
+) -> list[Item]:
+    """The entries of ``comment`` (at ``version``) for each (scope, value) of ``pairs``, in
+    their order: a copy of what a page shows of it, in its own partition, keyed into both
+    facet indexes and sorted like the listings. The copy is made once for all of them, and
+    says which version of the comment it is (a vote's follow-up brings the helpful counts
+    of older copies up: ``storage.writes.ballots``)."""
     whole = comment_to_item(comment)
     shown = {name: v for name, v in whole.items() if name not in _NOT_IN_ENTRIES}
     shown[ENTRY_AUTHOR_ATTR] = whole["author"]
+    shown[ENTRY_VERSION_ATTR] = {"N": str(version)}
     rating, language = comment.rating, comment.language
     return [
         {

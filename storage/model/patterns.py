@@ -176,8 +176,9 @@ READS: tuple[ReadPattern, ...] = (
     ReadPattern(
         "AP19",
         "one facet value's comments (an answer, a topic, a group's), all languages or one, "
-        "any ratings (being built: the API does not ask yet)",
-        "Query of each rating's partition, merged",
+        "any ratings, filtered on verified, incentivized and further values (the "
+        "storage reads are built; the API does not ask yet)",
+        "Query of each rating's partition, merged; or of the product's listing, filtered",
         (
             Key(Index.FACET_BY_RATING, "FPK = F#<scope>#<value>#<rating>", _NEWEST),
             Key(
@@ -187,6 +188,16 @@ READS: tuple[ReadPattern, ...] = (
             ),
         ),
         listing=True,
+    ),
+    ReadPattern(
+        "AP20",
+        "a scope's facet counters: a facet listing's (with the scope's stats and its "
+        "incentivized count, as of one moment), or all its answers' or topics' (summaries)",
+        "TransactGetItems (a listing's); Query of one sort-key prefix (a summary)",
+        (
+            Key(None, "PK = PRODUCT#<id> | GROUP#<id>", "SK = F#<value>"),
+            Key(None, "PK = PRODUCT#<id> | GROUP#<id>", "SK begins with F#a: | F#t:"),
+        ),
     ),
 )
 

@@ -32,9 +32,12 @@ from storage.model.facets import (
 )
 from storage.model.indexes import SORT_KEY
 from storage.model.items import (
+    HELPFUL_ATTR,
+    NOT_HELPFUL_ATTR,
     comment_key,
     entry_items,
     is_entry_item,
+    item_version,
 )
 from storage.writes.facet_parts import listed
 from storage.writes.state import Stored
@@ -42,8 +45,10 @@ from storage.writes.transaction import CallBudget, Part, transact
 
 CounterKey = tuple[str, str]  # (scope partition, F#<value>)
 EntryKey = tuple[str, str]  # (comment partition, FACET#<scope>#<value>)
-# What makes an entry findable: the two facet indexes' keys and the order within them.
-_ENTRY_KEYS = (FACET_PARTITION, FACET_LANG_PARTITION, SORT_KEY)
+# What an entry must agree on with its comment: the two facet indexes' keys and the order
+# within them (what makes it findable), and the helpful counts it shows (a vote's
+# follow-up brings them up after the vote).
+_ENTRY_KEYS = (FACET_PARTITION, FACET_LANG_PARTITION, SORT_KEY, HELPFUL_ATTR, NOT_HELPFUL_ATTR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +110,7 @@ class FacetTally:
         """A comment item of the scan: what its facet items must be."""
         self.comments[item["PK"]["S"]] = item
         moves = facet_moves(None, listed(comment))
-        for entry in entry_items(comment, moves.put):
+        for entry in entry_items(comment, moves.put, item_version(item)):
             self.expected_entries[(entry["PK"]["S"], entry["SK"]["S"])] = entry
         for (scope, value), deltas in moves.counters.items():
             into = self.expected_counters.setdefault((scope.pk, COUNTER_PREFIX + value.token), {})

@@ -39,7 +39,7 @@ from storage.engine.retry import gather_reads
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Direction
-from storage.model.items import VERIFIED_ATTR, item_to_comment
+from storage.model.items import FACETS_ATTR, INCENTIVIZED_ATTR, VERIFIED_ATTR, item_to_comment
 from storage.reads import merge as merging
 from storage.reads.planner import Plan, PlannedQuery, Strategy, filtered_limit, in_turn_limits
 
@@ -340,7 +340,7 @@ async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
         table.name,
         index=p.spec.index.value,
         key=key,
-        filter=_filter(plan),
+        filter=filter_of(plan),
         forward=plan.scan_forward,
         limit=limit,
     )
@@ -348,8 +348,9 @@ async def _query(table: TableRef, plan: Plan, request: _Request) -> Response:
     return await table.client.query(**params)
 
 
-def _filter(plan: Plan) -> Condition | None:
-    """The FilterExpression of a filtered scan of a broad index; None for other plans."""
+def filter_of(plan: Plan) -> Condition | None:
+    """The FilterExpression of a filtered plan (a filtered scan of a broad index, or a
+    facet's partitions filtered on what they cannot tell apart); None for other plans."""
     if not plan.filters:
         return None
     terms = []
@@ -357,6 +358,10 @@ def _filter(plan: Plan) -> Condition | None:
         terms.append(Attr("rating").is_in(plan.filter_ratings))
     if plan.verified_only:
         terms.append(Attr(VERIFIED_ATTR).eq(True))
+    terms += [Attr(FACETS_ATTR).contains(f.token) for f in plan.filter_facets]
+    if plan.exclude_incentivized:
+        # Stored only when true.
+        terms.append(Attr(INCENTIVIZED_ATTR).not_exists())
     return all_of(terms)
 
 
@@ -370,8 +375,10 @@ def _absorb(request: _Request, response: Response, round_no: int) -> ExecutedQue
     scanned = int(response.get("ScannedCount", len(items)))
     last_key = response.get("LastEvaluatedKey")
     if last_key is not None:
-        # Continue after the last item evaluated, which a filter may not have returned.
+        # Continue after the last item evaluated, which a filter may not have returned:
+        # every item up to it has been seen, which the merge may count on.
         p.position = last_key[sort_attr]["S"]
+        p.bound = p.position
     elif request.until is not None:
         # The range is read to its end: nothing of this partition lies before ``until``.
         p.position = p.bound = request.until

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 from storage.model import keys, rules
 from storage.model.comments import Direction, ListingFilter, Order, PageRequest, RatingCounts
+from storage.model.facets import FacetValue, Scope, facet_lang_partition, facet_partition
 from storage.model.indexes import SORT_KEY, Index
 from storage.model.patterns import index_patterns, read_pattern
 from storage.reads.snapshots import Head
@@ -121,6 +122,16 @@ class Plan:
     reversed: bool = False
     # The fan-out's limits come from the remembered head of its position (head_limits).
     head_sized: bool = False
+    # A facet listing (``storage.reads.facet_plans``): the value whose entries are read, in
+    # which scope (None: the product's own partitions), the values the queries filter
+    # the comments on besides, and whether incentivized reviews are left out.
+    facet: FacetValue | None = None
+    scope: Scope | None = None
+    filter_facets: tuple[FacetValue, ...] = ()
+    exclude_incentivized: bool = False
+    # The queries carry a FilterExpression though the plan is no filtered scan: a facet
+    # fan-out filtered on verified purchase, incentivized or another facet.
+    filtered: bool = False
 
     @property
     def index(self) -> Index | None:
@@ -128,8 +139,9 @@ class Plan:
 
     @property
     def filters(self) -> bool:
-        """Whether the queries carry a FilterExpression (a filtered scan of a broad index)."""
-        return self.strategy is Strategy.FILTERED_SCAN_OF_INDEX
+        """Whether the queries carry a FilterExpression (a filtered scan of a broad index,
+        or a facet's partitions read with a filter)."""
+        return self.strategy is Strategy.FILTERED_SCAN_OF_INDEX or self.filtered
 
     @property
     def filter_text(self) -> str:
@@ -138,6 +150,9 @@ class Plan:
             terms.append(f"rating IN {list(self.filter_ratings)}")
         if self.verified_only:
             terms.append("verified")
+        terms += [f"facets CONTAINS {f.token}" for f in self.filter_facets]
+        if self.exclude_incentivized:
+            terms.append("NOT incentivized")
         return " AND ".join(terms)
 
     @property
@@ -158,6 +173,8 @@ class Plan:
         """The access patterns this page follows (``storage.model.patterns``): its index's
         listing pattern, then what the filter, the order and the position add."""
         codes = [code for q in self.queries for code in index_patterns(q.index)]
+        if self.facet is not None or self.filter_facets or self.exclude_incentivized:
+            codes.append("AP19")
         if self.filter_ratings:
             codes.append("AP3")
         if self.verified_only:
@@ -170,8 +187,11 @@ class Plan:
 
     def explain(self) -> str:
         """A human-readable EXPLAIN of the plan."""
+        facet = ""
+        if self.facet is not None and self.scope is not None:
+            facet = f" facet={self.facet.token} scope={self.scope.token}"
         lines = [
-            f"{self.strategy.value} product={self.product_id or '-'}"
+            f"{self.strategy.value} product={self.product_id or '-'}{facet}"
             f" language={self.language or '*'} order={self.order.value}"
             f" direction={self.direction.value} page={self.page_size} want={self.want}",
         ]
@@ -185,10 +205,12 @@ class Plan:
                 lines.append("  partitions read in turn, in the order listed")
         if self.sort_key_condition is not None:
             lines.append(f"  where {self.sort_key_condition}")
-        if self.filters:
+        if self.strategy is Strategy.FILTERED_SCAN_OF_INDEX:
             lines.append(
                 f"  filter {self.filter_text} (matches {self.match_fraction:.1%} of the partition)"
             )
+        elif self.filters:
+            lines.append(f"  filter {self.filter_text} (on every partition read)")
         for q in self.queries:
             of = "count unknown" if q.expected_count is None else f"of ~{q.expected_count}"
             lines.append(
@@ -216,7 +238,7 @@ def filtered_limit(want: int, fraction: float, z: float) -> int:
     return max(1, math.ceil(mean + z * math.sqrt(want * (1.0 - fraction)) / fraction))
 
 
-def _empty_plan(
+def empty_plan(
     listing: ListingFilter,
     page: PageRequest,
     *,
@@ -282,17 +304,17 @@ def plan_unfiltered(listing: ListingFilter, page: PageRequest, order: Order = Or
         raise ValueError("a rating or verified filter, or a rating order, needs the stats")
     pid, lang = listing.product_id, listing.language
     want = page.size + 1
-    base = _empty_plan(listing, _oriented(page, order), want=want)
+    base = empty_plan(listing, oriented(page, order), want=want)
     if lang is None:
         query = PlannedQuery(Index.ALL, keys.all_pk(pid), want, None)
         plan = replace(base, strategy=Strategy.ALL, queries=(query,))
     else:
         query = PlannedQuery(Index.BY_LANG, keys.lang_pk(pid, lang), want, None)
         plan = replace(base, strategy=Strategy.BY_LANG, queries=(query,))
-    return _in_order(plan, order)
+    return in_order(plan, order)
 
 
-def _oriented(page: PageRequest, order: Order) -> PageRequest:
+def oriented(page: PageRequest, order: Order) -> PageRequest:
     """The page as the newest-first indexes read it: OLDEST walks them the other way."""
     if order is not Order.OLDEST:
         return page
@@ -300,7 +322,7 @@ def _oriented(page: PageRequest, order: Order) -> PageRequest:
     return replace(page, direction=flipped)
 
 
-def _in_order(plan: Plan, order: Order) -> Plan:
+def in_order(plan: Plan, order: Order) -> Plan:
     """A newest-first plan made into one of ``order`` (NEWEST, OLDEST or MOST_HELPFUL)."""
     if order is Order.MOST_HELPFUL:
         twins = tuple(replace(q, index=q.index.helpful_twin) for q in plan.queries)
@@ -330,7 +352,7 @@ def plan_listing(
         raise ValueError("stats must be those of the listing's product and language")
     if order.by_rating:
         return _plan_in_turn(listing, page, stats, order)
-    return _in_order(_plan_newest(listing, _oriented(page, order), stats, tuning, head), order)
+    return in_order(_plan_newest(listing, oriented(page, order), stats, tuning, head), order)
 
 
 def _plan_newest(
@@ -347,7 +369,7 @@ def _plan_newest(
     matching = stats.matching(requested)
     # One more than the page, even for a page of 0: whether more exists comes from storage.
     want = page.size + 1
-    base = _empty_plan(listing, page, want=want, z=tuning.z)
+    base = empty_plan(listing, page, want=want, z=tuning.z)
 
     skipped: tuple[int, ...] = ()
     live: tuple[int, ...] = ()
@@ -435,6 +457,18 @@ def _several(
     )
 
 
+def plan_partition(plan: Plan, rating: int) -> str:
+    """The partition of one rating a plan reads: its facet's in its scope, or the
+    product's own."""
+    if plan.facet is not None and plan.scope is not None:
+        if plan.language is None:
+            return facet_partition(plan.scope, plan.facet, rating)
+        return facet_lang_partition(plan.scope, plan.facet, plan.language, rating)
+    if plan.product_id is None:
+        raise ValueError("only a product's or a facet's listing has rating partitions")
+    return rating_partition(plan.product_id, plan.language, rating)
+
+
 def rating_partition(product_id: str, language: str | None, rating: int) -> str:
     """The partition key of a rating's comments, of a product or of one of its languages."""
     if language is None:
@@ -512,10 +546,9 @@ def extend_plan(
     live = [q.rating for q in plan.queries if q.rating is not None] + gained
     matching = sum(counts.count(r) for r in live)
     index = plan.queries[0].index
-    pid, lang = listing.product_id, listing.language
     added = []
     for r in gained:
-        pk = rating_partition(pid, lang, r)
+        pk = plan_partition(plan, r)
         count = counts.count(r)
         # A rating order reads its partitions in turn and sizes them as it goes.
         if plan.strategy is Strategy.IN_TURN:
@@ -559,7 +592,7 @@ def _plan_verified(
     skipped = tuple(r for r in chosen if verified.count(r) == 0)
     matching = sum(verified.count(r) for r in live)
     want = page.size + 1
-    base = replace(_empty_plan(listing, page, want=want, z=tuning.z), verified_only=True)
+    base = replace(empty_plan(listing, page, want=want, z=tuning.z), verified_only=True)
     if matching == 0:
         return replace(base, skipped_ratings=skipped)
     if lang is None:
@@ -606,7 +639,7 @@ def _plan_in_turn(
     skipped = tuple(r for r in ratings if counts.count(r) == 0)
     want = page.size + 1
     base = replace(
-        _empty_plan(listing, page, want=want),
+        empty_plan(listing, page, want=want),
         order=order,
         skipped_ratings=skipped,
         verified_only=listing.verified_only,

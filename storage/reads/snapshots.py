@@ -24,10 +24,11 @@ stream (``storage.live.feed``), which brings every stats item's new counters to 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from storage.base.bounded import BoundedCache
 from storage.model.comments import Direction, ListingFilter, Order, RatingCounts
+from storage.model.facet_counts import FacetListingCounts
 from storage.model.stats import StatsScope
 
 # Budget of the two memories together; about 4,000 scopes and 10,000 positions fit in it
@@ -37,6 +38,8 @@ DEFAULT_BYTES = 8 * 1024 * 1024
 # and strings, the value's objects), measured with tracemalloc on CPython 3.11 and rounded
 # up; text is charged at four bytes a character, the widest str CPython stores.
 COUNTS_ENTRY_BYTES = 900
+# One number of a facet counter item kept (its name, its int, the dict's slot).
+FACET_NUMBER_BYTES = 200
 HEAD_ENTRY_BYTES = 1200
 CHAR_BYTES = 4
 # Heads longer than the largest page plus one are never needed.
@@ -76,6 +79,9 @@ class PlanMemory:
 
     max_bytes: int = DEFAULT_BYTES
     _counts: BoundedCache[StatsScope, RatingCounts] = field(init=False)
+    # A facet listing's counters (``storage.reads.facet_plans``), by the listing less its
+    # ratings: what its pages are planned from while the fresh ones are read.
+    _facets: BoundedCache[ListingFilter, FacetListingCounts] = field(init=False)
     _heads: BoundedCache[HeadKey, Head] = field(init=False)
     # Heads found but read under other counters: of no use, so lookups count them as misses.
     _stale_heads: int = field(init=False, default=0)
@@ -83,17 +89,20 @@ class PlanMemory:
     def __post_init__(self) -> None:
         if self.max_bytes < 0:
             raise ValueError("a memory budget cannot be negative")
-        # Counters are the smaller and the more shared: a third of the budget for them.
+        # Counters are the smaller and the more shared: a third of the budget for them
+        # (and a sixth of it for facet listings' counters).
         self._counts = BoundedCache(self.max_bytes // 3)
-        self._heads = BoundedCache(self.max_bytes - self.max_bytes // 3)
+        self._facets = BoundedCache(self.max_bytes // 6)
+        self._heads = BoundedCache(self.max_bytes - self.max_bytes // 3 - self.max_bytes // 6)
 
     @property
     def bytes(self) -> int:
-        return self._counts.bytes + self._heads.bytes
+        return self._counts.bytes + self._facets.bytes + self._heads.bytes
 
     def forget(self) -> None:
         """Drop everything (the stream lost changes: nothing kept can be known current)."""
         self._counts.clear()
+        self._facets.clear()
         self._heads.clear()
 
     def counts(self, product_id: str, language: str | None) -> RatingCounts | None:
@@ -110,6 +119,16 @@ class PlanMemory:
             charge = COUNTS_ENTRY_BYTES + CHAR_BYTES * (len(c.product_id) + len(c.language or ""))
             self._counts.put((c.product_id, c.language), c, charge)
 
+    def facet_counts(self, listing: ListingFilter) -> FacetListingCounts | None:
+        return self._facets.get(_counted(listing))
+
+    def remember_facet_counts(self, listing: ListingFilter, counts: FacetListingCounts) -> None:
+        numbers = sum(len(c.numbers) for c in (*counts.values.values(), counts.incentivized))
+        text = len(listing.product_id) + len(listing.language or "")
+        text += sum(len(f.token) for f in listing.facets)
+        charge = COUNTS_ENTRY_BYTES * (2 + len(counts.values)) + FACET_NUMBER_BYTES * numbers
+        self._facets.put(_counted(listing), counts, charge + CHAR_BYTES * text)
+
     def head(self, key: HeadKey, counts: RatingCounts) -> Head | None:
         """The head last read at ``key``, if it was read under these counters."""
         found = self._heads.get(key)
@@ -125,7 +144,10 @@ class PlanMemory:
         head read under other counters is a miss."""
         heads = self._heads
         return {
-            "plan_counts": (self._counts.hits, self._counts.misses),
+            "plan_counts": (
+                self._counts.hits + self._facets.hits,
+                self._counts.misses + self._facets.misses,
+            ),
             "plan_heads": (heads.hits - self._stale_heads, heads.misses + self._stale_heads),
         }
 
@@ -135,5 +157,11 @@ class PlanMemory:
         kept = bytes(ratings[:MAX_HEAD])
         head = Head(kept, ended and len(kept) == len(ratings), version_of(counts))
         text = len(key.listing.product_id) + len(key.listing.language or "")
+        text += sum(len(f.token) for f in key.listing.facets)
         text += len(key.position or "") + len(head.ratings)
         self._heads.put(key, head, HEAD_ENTRY_BYTES + CHAR_BYTES * text)
+
+
+def _counted(listing: ListingFilter) -> ListingFilter:
+    """The listing as its counters are kept: every rating filter shares them."""
+    return replace(listing, ratings=None)

@@ -41,6 +41,9 @@ reports ``WriteConflict``.
     idempotency.py   idempotency records and their replay
     state.py         a comment as stored, and the condition "still as read"
     transaction.py   named transaction parts, cancellations, the call budget
+    answers.py       a reviewer's answers checked against the definitions that apply
+    tagging.py       topics tagged with the stored taxonomy; the per-process TaxonomyCache
+    comment_facets.py  a create's and an edit's facet values from answers and tags
 """
 
 from storage.writes.create import CreateResult, create_comment

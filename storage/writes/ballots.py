@@ -39,6 +39,13 @@ predicted in the transaction, from what the lane last read, would be set back be
 count when another process voted in between, and a walk of the most helpful order would
 meet the comment twice.)
 
+A comment's facet entries (``storage.model.facets``) are copies of it that show its counts
+too. A transition writes them from the comment as it commits; a vote, which moves the
+counts by ``ADD`` without reading the comment, leaves them to the same follow-up: each
+entry's counts are set from the read after the commit, on the condition that the entry
+copies an older version of the comment (votes move the version too), so they follow the
+counts with the key's lag and never move back.
+
 The staleness bound: HSK differs from the count from a vote's commit until the follow-up
 after it completes: at most ``KEY_LAG_SECONDS`` plus one read and one UpdateItem while
 votes on the comment keep coming to this process, and one read and one UpdateItem after
@@ -71,16 +78,21 @@ from storage.engine.retry import Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, Status, Vote
+from storage.model.facets import facet_moves
 from storage.model.indexes import HELPFUL_SORT_KEY
 from storage.model.items import (
+    ENTRY_VERSION_ATTR,
     HELPFUL_ATTR,
     NOT_HELPFUL_ATTR,
     STATUS_ATTR,
     VERSION_ATTR,
     VOTE_ATTR,
     comment_key,
+    entry_key,
     item_to_comment,
+    item_version,
 )
+from storage.writes.facet_parts import listed
 from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget, Cancellation, Part, transact
 
@@ -193,7 +205,7 @@ async def _serve(comment_id: str, lane: Lane[Ballot]) -> None:
             if served.stale is not None and (not lane.waiting or served.lagging(loop.time())):
                 # Batches committed and the key lags their count: brought up now, as no
                 # vote waits (or it has lagged long enough).
-                await bring_key_up(*served.stale)
+                await follow_up(*served.stale)
                 served.stale = None
     except BaseException as exc:
         # A bug or the loop shutting down: no voter may hang (settling is idempotent).
@@ -250,14 +262,14 @@ async def _round(comment_id: str, lane: Lane[Ballot], batch: list[Ballot], serve
                 TableName=table.name, Key=comment_key(comment_id), ConsistentRead=True
             )
             item = response.get("Item")
-            if item and _key_is_stale(item):
+            if item and _lags(item):
                 if served.stale is None:
                     served.stale_since = loop.time()
                 served.stale = (table, item, going[0].backoff)
                 if not lane.waiting or served.lagging(loop.time()):
                     # Before answering: a voter who reloads the helpful order sees the
                     # comment in its place (else the follow-up after the next batch).
-                    await bring_key_up(*served.stale)
+                    await follow_up(*served.stale)
                     served.stale = None
             else:
                 served.stale = None
@@ -393,6 +405,66 @@ def helpful_key(item: Item) -> str | None:
 def _key_is_stale(item: Item) -> bool:
     want = helpful_key(item)
     return want is not None and item.get(HELPFUL_SORT_KEY, {}).get("S") != want
+
+
+def _entry_keys(item: Item) -> list[Item]:
+    """The keys of the comment's facet entries (copies of it that show its counts)."""
+    comment = item_to_comment(item)
+    moves = facet_moves(None, listed(comment))
+    pairs = sorted(moves.put, key=lambda p: (p[0].token, p[1].token))
+    return [entry_key(comment.comment_id, scope, value) for scope, value in pairs]
+
+
+def _lags(item: Item) -> bool:
+    """Whether a commit leaves a follow-up to do: the helpful order's key behind the count,
+    or entries whose counts the votes moved."""
+    return _key_is_stale(item) or bool(_entry_keys(item))
+
+
+async def follow_up(table: TableRef, item: Item, backoff: Backoff) -> None:
+    """After a commit: the helpful order's key and the entries' counts brought up to
+    ``item`` (as read, strongly consistent), each on its own condition."""
+    if _key_is_stale(item):
+        await bring_key_up(table, item, backoff)
+    await bring_entries_up(table, item, backoff)
+
+
+async def bring_entries_up(table: TableRef, item: Item, backoff: Backoff) -> int:
+    """Set the helpful counts of the comment's entries from ``item`` on the condition that
+    each entry copies an older version of the comment (and still exists); how many were
+    set. An entry a later transition rewrote copies a newer version and is left as it
+    is, so counts only ever move forward, as the key does. What fails here is left to the
+    next vote on the comment, or to ``verify``/``repair``, which compare the counts."""
+    version = item_version(item)
+    comment = item_to_comment(item)
+    u = Update()
+    u.set(HELPFUL_ATTR, comment.helpful)
+    u.set(NOT_HELPFUL_ATTR, comment.not_helpful)
+    u.set(ENTRY_VERSION_ATTR, version)
+    u.condition(Attr("PK").exists())
+    copied = Attr(ENTRY_VERSION_ATTR)
+    u.condition(copied.not_exists() | copied.lt(version))
+
+    keys_ = _entry_keys(item)
+    if not keys_:
+        return 0
+    request = u.request(table.name, keys_[0])  # rendered once: the same for every entry
+
+    async def one(key: Item) -> bool:
+        for attempt in range(1, FOLLOW_UP_ATTEMPTS + 1):
+            try:
+                await table.client.update_item(**{**request, "Key": key})
+                return True
+            except ConditionFailed:
+                return False
+            except Throttled:
+                await backoff.sleep(attempt)
+            except StorageError:
+                return False
+        return False
+
+    done = await asyncio.gather(*(one(key) for key in keys_))
+    return sum(done)
 
 
 async def bring_key_up(table: TableRef, item: Item, backoff: Backoff) -> bool:

@@ -3,7 +3,7 @@ record commit in one transaction, or nothing does."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -16,8 +16,10 @@ from storage.model import keys
 from storage.model.comments import Comment, ModerationMode, NewComment
 from storage.model.items import comment_to_item
 from storage.writes import counters, idempotency, limits
+from storage.writes.comment_facets import new_with_facets
 from storage.writes.facet_parts import facet_parts
 from storage.writes.membership import learned, membership_check, membership_for_write
+from storage.writes.tagging import FreshTagger, TaxonomySource, tag
 from storage.writes.transaction import CallBudget, Part, transact
 
 COMMENT = "comment"
@@ -38,6 +40,8 @@ async def create_comment(
     moderation: ModerationMode = ModerationMode.POST,
     backoff: Backoff = DEFAULT_BACKOFF,
     clock: Callable[[], datetime] = utc_now,
+    answers: Sequence[object] | None = None,
+    taxonomy: TaxonomySource | None = None,
 ) -> CreateResult:
     """Store a comment and count it exactly once, even when the request is retried.
 
@@ -46,7 +50,14 @@ async def create_comment(
     key raises ``IdempotencyKeyReused``. Limits raise ``CommentsPerProductLimit`` or
     ``WriteRateLimited``. Nothing is written unless everything is. Under ``PRE``
     moderation the comment is PENDING: stored, queued, and counted nowhere yet.
+
+    ``answers`` become its answer values, checked against the product's definitions
+    (``InvalidFields`` naming every problem); with ``taxonomy`` its topics are tagged. The
+    API passes both; without them ``new.facets`` is stored as given (imports, loads).
     """
+    budget = CallBudget()
+    tags = None if taxonomy is None else FreshTagger(table, taxonomy)
+    new = await new_with_facets(table, new, answers=answers, tags=tags, budget=budget)
     now = clock()
     comment = new.stored_as(
         keys.new_comment_id(),
@@ -54,7 +65,6 @@ async def create_comment(
         new.author_name,
         moderation.new_status,
     )
-    budget = CallBudget()
     five = counters.FiveStars()
     transient = stale = 0
     product_moves = counters.moves(None, comment)
@@ -68,6 +78,8 @@ async def create_comment(
         if counters.moves_five(product_moves):
             await counters.learn_five(table, comment.product_id, budget, five)
         while True:
+            if tags is not None:  # a retry long after the first tags with a fresh tagger
+                comment = tag(await tags.get(), comment)
             parts = _parts(table, new, comment, five, write_limits, now)
             if membership is not None:
                 parts.append(membership_check(table, membership))
@@ -124,7 +136,7 @@ def _parts(
     parts.append(Part(COMMENT, {"Put": put}))
     parts += counters.parts(table, counters.moves(None, comment), five)
     parts += counters.queue_parts(table, None, comment)
-    parts += facet_parts(table, None, comment)
+    parts += facet_parts(table, None, comment, version=1)
     parts.append(
         limits.product_part(
             table, comment.author_id, comment.product_id, 1, write_limits.per_product

@@ -48,9 +48,12 @@ def counted_in(comment: Comment | None) -> str | None:
     return comment.group_id
 
 
-def facet_parts(table: TableRef, before: Comment | None, after: Comment | None) -> list[Part]:
+def facet_parts(
+    table: TableRef, before: Comment | None, after: Comment | None, *, version: int
+) -> list[Part]:
     """The parts that take the facet items from ``before`` to ``after`` (None: no comment),
-    the count of the product's comments each group holds included."""
+    the comment being written at ``version``, the count of the product's comments each
+    group holds included."""
     moves = facet_moves(listed(before), listed(after))
     parts = held_parts(table, before, after)
     if not (moves.put or moves.delete or moves.counters):
@@ -63,12 +66,13 @@ def facet_parts(table: TableRef, before: Comment | None, after: Comment | None) 
         and before.group_id != after.group_id
         and replace(before, group_id=after.group_id) == after
     ):
-        # A group move: what the product's entries copy is unchanged, so they stay.
+        # A group move: what the product's entries copy is unchanged, so they stay (they
+        # copy an older version, which only lets a vote's follow-up bring their counts up).
         put = frozenset(p for p in moves.put if p[0].kind is ScopeKind.GROUP)
         moves = replace(moves, put=put)
     if moves.put:
         assert after is not None  # entries are put for the comment as it becomes
-        for n, entry in enumerate(entry_items(after, sorted(moves.put, key=_order))):
+        for n, entry in enumerate(entry_items(after, sorted(moves.put, key=_order), version)):
             parts.append(Part(f"{ENTRY} {n}", {"Put": put_request(table.name, entry)}))
     for n, (scope, value) in enumerate(sorted(moves.delete, key=_order)):
         key = entry_key(either.comment_id, scope, value)

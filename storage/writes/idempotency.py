@@ -2,7 +2,8 @@
 
 A create with a key writes, in its own transaction, a record ``IDEMPOTENCY#<digest of
 author and key>`` holding the comment id it made, when, and a fingerprint of the request
-(product, rating, language, title, body, after normalisation), and what the request does
+(product, rating, language, title, body, after normalisation; its answers and whether it
+is incentivized), and what the request does
 not say but its token and the server's settings decided (display name, status, whether
 the purchase was verified). The record outlives the
 comment: it is kept for ``RETENTION`` (DynamoDB TTL) whatever happens to the comment, so
@@ -28,6 +29,7 @@ from storage.base.types import Item
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, NewComment, Status
+from storage.model.facets import FacetKind
 from storage.model.items import EXPIRES_ATTR, number
 from storage.writes.transaction import Part
 
@@ -36,8 +38,13 @@ PART = "idempotency"
 
 
 def fingerprint(new: NewComment) -> str:
-    """What makes two requests with one key the same request."""
-    fields = [new.product_id, new.rating, new.language, new.title, new.body]
+    """What makes two requests with one key the same request: its content, and its answers
+    and incentivized mark when it has them (not its topics, which the taxonomy of the
+    moment tags; a request without either has the fingerprint it had before they were)."""
+    fields: list[object] = [new.product_id, new.rating, new.language, new.title, new.body]
+    answers = sorted(f.token for f in new.facets if f.kind is FacetKind.ATTRIBUTE)
+    if answers or new.incentivized:
+        fields += [answers, new.incentivized]
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode()).hexdigest()
 
 

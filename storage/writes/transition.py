@@ -130,7 +130,7 @@ async def _commit(
         parts = [_comment_part(table, stored, after)]
         parts += counters.parts(table, product_moves, five)
         parts += counters.queue_parts(table, stored.comment, after)
-        parts += facet_parts(table, stored.comment, after)
+        parts += facet_parts(table, stored.comment, after, version=stored.version + 1)
         if membership is not None:
             parts.append(membership_check(table, membership))
         parts += change.parts

@@ -51,6 +51,7 @@ OPS_PACKAGE = "storage.ops"
 
 # A transaction part's kind, and the action IAM checks for it.
 PART_ACTIONS = {
+    "Get": "GetItem",
     "Put": "PutItem",
     "Update": "UpdateItem",
     "Delete": "DeleteItem",

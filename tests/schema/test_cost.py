@@ -12,7 +12,6 @@ from graphql import GraphQLList, GraphQLObjectType, get_nullable_type, parse
 
 from schema import build_schema
 from schema.cost import (
-    ITEMS_PER_RESPONSE,
     MUTATION_STORAGE_CALLS,
     RULES,
     Estimate,
@@ -25,6 +24,7 @@ from storage.engine.metering import Meter
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
 from storage.model.comments import NewComment
+from storage.model.items import ITEMS_PER_RESPONSE
 from storage.reads.leaders import LEADERBOARD_CALLS
 from tests.api_helpers import Api, running_api, token
 from tests.helpers import create_many, stamp

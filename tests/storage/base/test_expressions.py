@@ -108,3 +108,15 @@ def test_in_needs_values_and_all_of_nothing_is_none() -> None:
     assert all_of([single]) is single
     p = Placeholders()
     assert p.name("a") == p.name("a") == "#n0"
+
+
+def test_an_update_asked_for_again_is_the_same_request() -> None:
+    # A retry renders the request again: placeholders of the first rendering left unused
+    # would make DynamoDB refuse it ("unused in expressions").
+    u = Update()
+    u.set("helpful", 3)
+    u.condition(Attr("PK").exists() & Attr("entryOf").lt(2))
+    key = {"PK": {"S": "a"}, "SK": {"S": "b"}}
+    first = u.request("t", key)
+    assert u.request("t", key) == first
+    assert set(first["ExpressionAttributeValues"]) == {":v0", ":v1"}

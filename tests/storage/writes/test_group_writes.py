@@ -183,7 +183,7 @@ def test_the_largest_comments_group_move_fits_the_budget(table: TableRef) -> Non
         group_id="g1",
     )
     after = replace(before, group_id="g2")
-    parts = facet_parts(table, before, after)
+    parts = facet_parts(table, before, after, version=2)
     listed = MAX_FACET_VALUES + 1  # and the group's own listing
     assert len(parts) == 2 * listed + 2 * (listed + 1) + 2
     assert len(parts) + 2 == 46 <= ACTION_BUDGET

@@ -1,0 +1,114 @@
+"""A product's attribute definitions, and the summaries of its comments' answers and topics."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from resolvers.context import Context
+from storage.model import rules
+from storage.model.attributes import VALUES_MAX, DefinitionSet
+from storage.model.facets import FacetKind, Scope
+from storage.model.topics import Topic
+from storage.reads.facet_summaries import (
+    AttributeDistribution,
+    TopicMention,
+    ValueCount,
+    attribute_distributions,
+    scope_counters,
+    topic_mentions,
+)
+from storage.writes.facet_settings import read_definitions, read_taxonomy
+
+
+def scope_of(pid: str) -> Scope:
+    """Where a product's answers and topics are counted and its definitions kept: its own
+    scope (a grouped product's definitions will be its group's)."""
+    return Scope.product(rules.validate_product_id(pid))
+
+
+async def definitions(ctx: Context, pid: str) -> DefinitionSet:
+    """The attributes the shop asks reviewers of the product, in display order."""
+    stored = await ctx.storage(read_definitions(ctx.table, scope_of(pid)))
+    return stored.definitions
+
+
+def _ratings(ratings: list[int] | None) -> frozenset[int] | None:
+    return rules.validate_ratings(None if ratings is None else frozenset(ratings))
+
+
+async def attribute_summary(
+    ctx: Context,
+    pid: str,
+    *,
+    language: str | None,
+    ratings: list[int] | None,
+    verified_only: bool,
+) -> list[AttributeDistribution]:
+    """Exact distributions of the answers, in the definitions' order: every defined value
+    (zero when no comment gave it), then answers whose value or attribute is retired."""
+    lang = None if language is None else rules.validate_language(language)
+    asked = _ratings(ratings)
+    scope = scope_of(pid)
+    counters, stored = await asyncio.gather(
+        ctx.storage(scope_counters(ctx.table, scope, FacetKind.ATTRIBUTE)),
+        ctx.storage(read_definitions(ctx.table, scope)),
+    )
+    found = attribute_distributions(
+        counters, language=lang, ratings=asked, verified_only=verified_only
+    )
+    return in_display_order(found, stored.definitions)
+
+
+def in_display_order(
+    found: list[AttributeDistribution], defined: DefinitionSet
+) -> list[AttributeDistribution]:
+    """Distributions as a shop shows them: each defined attribute with each defined value
+    in order (zero counts included), then values it no longer defines that comments still
+    hold (most given first, at most as many as it defines). An attribute no longer defined
+    is left out: moderators remap its answers."""
+    by_key = {d.key: d for d in found}
+    shown = []
+    for definition in defined:
+        have = by_key.get(definition.key)
+        counts = {v.value: v.count for v in have.values} if have else {}
+        values = [ValueCount(v.value, counts.pop(v.value, 0)) for v in definition.values]
+        retired = sorted(counts.items(), key=lambda vc: (-vc[1], vc[0]))[:VALUES_MAX]
+        values += [ValueCount(value, n) for value, n in retired]
+        answered = have.answered if have else 0
+        shown.append(AttributeDistribution(definition.key, answered, tuple(values)))
+    return shown
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A topic mentioned, with its taxonomy entry for labels (None: no longer in it)."""
+
+    counts: TopicMention
+    topic: Topic | None
+    default_language: str
+
+
+async def topics(
+    ctx: Context,
+    pid: str,
+    *,
+    language: str | None,
+    ratings: list[int] | None,
+    verified_only: bool,
+    first: int | None,
+) -> list[Mention]:
+    """The topics the product's comments mention, most mentioned first, exactly counted."""
+    lang = None if language is None else rules.validate_language(language)
+    asked = _ratings(ratings)
+    counters, stored = await asyncio.gather(
+        ctx.storage(scope_counters(ctx.table, scope_of(pid), FacetKind.TOPIC)),
+        ctx.storage(read_taxonomy(ctx.table)),
+    )
+    found = topic_mentions(
+        counters, language=lang, ratings=asked, verified_only=verified_only, first=first
+    )
+    taxonomy = stored.taxonomy
+    entries = {t.key: t for t in taxonomy.topics} if taxonomy is not None else {}
+    default = taxonomy.default_language if taxonomy is not None else "en"
+    return [Mention(m, entries.get(m.topic), default) for m in found]
