@@ -51,7 +51,7 @@ async def test_a_follow_up_from_an_older_read_never_sets_a_newer_copy_back(
     key = {"PK": {"S": f"COMMENT#{made.comment_id}"}, "SK": {"S": f"COMMENT#{made.comment_id}"}}
     old = (await table.client.get_item(TableName=table.name, Key=key, ConsistentRead=True))["Item"]
     await vote_helpful(table, made.comment_id, voter="fan2", vote=Vote.HELPFUL)
-    edited = Edit(body="battery lasts two days")
+    edited = Edit(rating=5)  # not the text: that would re-tag the topics
     await edit_comment(table, made.comment_id, edited, author_id="writer", backoff=FAST)
     # A follow-up that read the comment before the second vote and the edit comes late.
     assert await bring_entries_up(table, old, FAST) == 0
