@@ -20,6 +20,9 @@ from storage.model.catalogue import LineProblem, parse_catalogue
 from storage.ops.group_move import move_product
 from storage.writes.membership import read_membership
 
+# A progress line at least every this many products, moved or not.
+PROGRESS_EVERY = 1000
+
 
 @dataclass(frozen=True, slots=True)
 class CatalogueProblem:
@@ -73,6 +76,8 @@ async def apply_catalogue(
             problem(CatalogueProblem(entry.line, None, entry.reason))
             continue
         out.products += 1
+        if out.products % PROGRESS_EVERY == 0:
+            say(f"line {entry.line}: {out.describe()}")
         try:
             membership = await read_membership(table, entry.product_id)
             if membership.group_id == entry.group_id and not membership.moving:
