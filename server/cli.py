@@ -41,15 +41,18 @@ from server.settings import (
     TokenSettings,
 )
 from server.shutdown import Drain, Leaving, Server
-from storage.base.errors import InvalidInput, StorageError
+from storage.base.errors import GroupMoveUnfinished, InvalidInput, StorageError
 from storage.engine.client import open_client
 from storage.engine.table import TableRef
+from storage.model.catalogue import split_lines
 from storage.model.comments import ListingFilter, Order
 from storage.model.layout_version import CODE_LAYOUT
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
 from storage.model.topics import Tagger, Taxonomy
 from storage.ops.bulk import load_new_products
+from storage.ops.catalogue_groups import CatalogueProblem, apply_catalogue
 from storage.ops.create import create_table
+from storage.ops.group_move import move_product
 from storage.ops.importer import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.ops.migrate import migrate
 from storage.ops.reshard import reshard_leaders
@@ -298,6 +301,35 @@ def build_parser() -> argparse.ArgumentParser:
         f"tagged with the one before commits behind it (default {SETTLE_SECONDS:g})",
     )
 
+    move = sub.add_parser(
+        "move-group",
+        help="put a product in a group (or none) and move its published comments there; "
+        "resumable; exit 3 when it stopped before the end",
+        description="Put a product in a group, or in no group without --group, and move its "
+        "published comments' group entries and counters there, one transaction per comment. "
+        "Both groups stay exact throughout, writes may go on meanwhile, and an interrupted "
+        "move is finished by running the same command again. Exit status: 0 when the group "
+        "holds all the product's published comments, 3 when the move stopped before that "
+        "(run it again), 2 on any other error.",
+    )
+    _add_connection(move)
+    move.add_argument("product_id")
+    move.add_argument("--group", metavar="GROUP_ID", help="the group (default: no group)")
+
+    catalogue = sub.add_parser(
+        "apply-catalogue",
+        help="put every product of a catalogue file in its group, moving comments "
+        "(exit 1: some lines had problems)",
+        description="Read a catalogue file (JSON Lines, docs/facets.md) and put each product "
+        "in the group its line names (in none when it names none), moving its comments. "
+        "Products the file does not name are left as they are. Problems are reported on "
+        "stderr with their line numbers and the other lines still apply; running the same "
+        "file again finishes what an interrupted run left. Exit status: 0 when every line "
+        "applied, 1 when some had problems, 2 on any other error.",
+    )
+    _add_connection(catalogue)
+    catalogue.add_argument("file", type=Path, help="the catalogue file (JSON Lines)")
+
     explain = sub.add_parser("explain", help="plan and read one page, printing the EXPLAIN")
     _add_connection(explain)
     explain.add_argument("product_id")
@@ -331,6 +363,8 @@ def _print_report(report: Report) -> None:
     for line in report.describe():
         print(f"  DRIFT {line}")
     print(f"leaderboard layout: {report.layout.describe()}")
+    for product_id in report.moving:
+        print(f"  group move unfinished: {product_id} (move-group {product_id} finishes it)")
     if report.exact:
         print("all counters and leaderboard entries are exact")
 
@@ -468,6 +502,46 @@ async def _retag(args: argparse.Namespace) -> int:
             )
             return 2
     print(done.describe())
+    return 0
+
+
+async def _move_group(args: argparse.Namespace) -> int:
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        table = TableRef(client, settings.dynamodb_table)
+        try:
+            result = await move_product(
+                table, args.product_id, args.group, progress=lambda line: note(line)
+            )
+        except GroupMoveUnfinished as exc:
+            print(f"NOT DONE: {exc}")
+            return MIGRATION_STOPPED
+    print(result.describe())
+    return 0
+
+
+async def _apply_catalogue(args: argparse.Namespace) -> int:
+    def problem(found: CatalogueProblem) -> None:
+        note(found.describe())
+
+    path: Path = args.file
+    settings = storage_settings(args)
+    try:
+        stream = path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        print(f"error: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    with stream:
+        chunks = iter(lambda: stream.read(1 << 16), "")
+        async with open_client(settings.client_settings()) as client:
+            table = TableRef(client, settings.dynamodb_table)
+            outcome = await apply_catalogue(
+                table, split_lines(chunks), progress=lambda line: note(line), on_problem=problem
+            )
+    print(outcome.describe())
+    if outcome.problems:
+        print(f"{len(outcome.problems)} lines had problems (listed on stderr with their numbers)")
+        return 1
     return 0
 
 
@@ -759,6 +833,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "explain": _explain,
             "seed": _seed,
             "import": _import,
+            "move-group": _move_group,
+            "apply-catalogue": _apply_catalogue,
             "retag": _retag,
         }
         if args.command == "taxonomy":

@@ -24,6 +24,8 @@ Every error this package raises on purpose derives from ``StorageError``::
     │   ├── CommentsPerProductLimit  the author has as many comments on the product as allowed
     │   └── WriteRateLimited         the author made as many writes of a kind as allowed per hour
     ├── CounterInvariantBroken       a write would drive a counter below zero (counters drifted)
+    ├── GroupChanged                 a product's group changed under a group move (handled inside)
+    ├── GroupMoveUnfinished          a group move could not yet certify that it is complete
     ├── CallBudgetExceeded           the request's budget of storage calls is spent
     ├── ConditionFailed              a conditional write found other state (handled inside)
     ├── TransactionCancelled         a transaction did not commit, with reasons (handled inside)
@@ -180,6 +182,17 @@ class TransactionCancelled(StorageError):
     def __init__(self, message: str, reasons: list[dict[str, Any]]) -> None:
         super().__init__(message)
         self.reasons = reasons
+
+
+class GroupChanged(StorageError):
+    """The product's membership changed after a group move read it: the move reads it
+    again and follows it. Reaching a caller, it is a bug."""
+
+
+class GroupMoveUnfinished(StorageError):
+    """A group move moved every comment it found, but the group does not yet hold all the
+    product's published comments (an index that had not caught up): running the move
+    again finishes it. Nothing is inexact meanwhile."""
 
 
 class RetryableError(StorageError):

@@ -120,6 +120,9 @@ class Comment:
     incentivized: bool = False
     # How its topics were tagged: the taxonomy's fingerprint and why (None: never tagged).
     tagging: TagRecord | None = None
+    # The product group it counts in while published (storage.model.groups): set when it
+    # becomes published, from its product's membership, and changed only by a group move.
+    group_id: str | None = None
 
     @property
     def revised_at(self) -> str:

@@ -67,10 +67,14 @@ ACTION_BUDGET = 90
 # A transition's own actions besides facets, at most: a create's comment, its two stats
 # items, the leaderboard's layout check, the queue's count, the author's slot, the hourly
 # count and the idempotency record (8); an edit's comment, three stats items (a language
-# change) and the layout check (5). A grouped product adds the group's own listing: its
-# entry and its counter item, which is the group's stats (every language in one item).
+# change) and the layout check (5). A grouped product adds the group's own listing (its
+# entry and its counter item, which is the group's stats, every language in one item) and
+# the count of the product's comments the group holds (storage.model.groups). A
+# transition that makes a comment published checks its product's membership (1), grouped
+# or not: the product may be joining a group.
 BASE_ACTIONS = 8
-GROUP_ACTIONS = 2
+GROUP_ACTIONS = 3
+MEMBERSHIP_ACTIONS = 1
 
 # A facet value's own part: letters, digits and a few separators, never '#' or '/' (key
 # delimiters) nor '=' (the attribute's separator).
@@ -227,9 +231,10 @@ def transaction_actions(
     ``before`` to ``after`` (empty: not listed, e.g. a create or a delete): for each value
     in either, in each scope, its entry (put, rewritten or deleted) and its counter item
     (one update, whatever moves inside it), and the incentivized counter item when the
-    comment is, besides the transition's own actions."""
+    comment is, besides the transition's own actions. A bound: the membership's check and
+    the held count are counted whether or not this transition needs them."""
     scopes = 2 if grouped else 1
-    own = BASE_ACTIONS + (GROUP_ACTIONS if grouped else 0)
+    own = BASE_ACTIONS + MEMBERSHIP_ACTIONS + (GROUP_ACTIONS if grouped else 0)
     return own + (len(before | after) * 2 + incentivized) * scopes
 
 

@@ -54,6 +54,8 @@ INCENTIVIZED_ATTR = "incentivized"
 # The fingerprint of the taxonomy its topics were tagged with, and why (storage.model.tagging).
 TAGGED_WITH_ATTR = "taggedWith"
 TOPIC_MATCHES_ATTR = "topicMatches"
+# The group a published comment counts in (storage.model.groups).
+COMMENT_GROUP_ATTR = "groupId"
 # Epoch seconds after which DynamoDB's TTL may delete an item (records of idempotency keys,
 # hourly write counts); readers treat an expired item as absent, as TTL deletes lazily.
 EXPIRES_ATTR = TTL_ATTR
@@ -123,6 +125,8 @@ def comment_to_item(comment: Comment, *, version: int = 1, holds_slot: bool = Fa
     if comment.tagging is not None:
         item[TAGGED_WITH_ATTR] = {"S": comment.tagging.fingerprint}
         item[TOPIC_MATCHES_ATTR] = {"S": comment.tagging.to_json()}
+    if comment.group_id is not None:
+        item[COMMENT_GROUP_ATTR] = {"S": comment.group_id}
     return item
 
 
@@ -198,6 +202,7 @@ def item_to_comment(item: Item) -> Comment:
         facets=frozenset(FacetValue.parse(t) for t in item.get(FACETS_ATTR, {}).get("SS", [])),
         incentivized=bool(item.get(INCENTIVIZED_ATTR, {}).get("BOOL", False)),
         tagging=_tagging(item),
+        group_id=_text(item, COMMENT_GROUP_ATTR),
     )
 
 
@@ -258,6 +263,7 @@ _NOT_IN_ENTRIES = frozenset({index.partition_attr for index in Index}) | {
     SLOT_ATTR,
     TAGGED_WITH_ATTR,  # moderators' explanation: not what a page shows
     TOPIC_MATCHES_ATTR,
+    COMMENT_GROUP_ATTR,  # a group move leaves the product's entries as they are
 }
 ENTRY_AUTHOR_ATTR = "entryAuthor"
 # The version of the comment an entry copies (its own ``version`` would be a second one).

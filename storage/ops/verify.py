@@ -12,6 +12,9 @@ partition keys, the shared sort key, the helpful order's HSK, the moderation que
 A comment with a wrong or missing key is missing from a listing, or in one it left, while
 the counters still count it: written by code of an older layout during a migration, or by
 hand.
+Facet entries and counters (a group's among them, by the group each comment stores),
+the counts groups hold of products and groups' member items are checked too
+(``storage.ops.facet_check``, ``storage.ops.group_check``).
 ``repair`` rewrites those items, each under the condition that it still holds what the scan
 saw, so a write racing with the repair is never overwritten (that item is reported as
 skipped; run again).
@@ -62,6 +65,7 @@ from storage.model.stats import (
     unchanged_since,
 )
 from storage.ops.facet_check import EntryDrift, FacetCounterDrift, FacetTally, repair_facets
+from storage.ops.group_check import GroupDrift, GroupTally, repair_groups
 from storage.writes.state import Stored
 from storage.writes.transaction import CallBudget, Part, transact
 
@@ -168,6 +172,10 @@ class Report:
     layout: LeaderLayout = field(default_factory=LeaderLayout)
     facet_drifts: tuple[FacetCounterDrift, ...] = ()
     entry_drifts: tuple[EntryDrift, ...] = ()
+    group_drifts: tuple[GroupDrift, ...] = ()
+    # Products whose group move is not complete (not a drift: each comment counts in the
+    # group it stores, exactly; ``move-group`` finishes it).
+    moving: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -177,6 +185,7 @@ class Report:
             or self.vote_drifts
             or self.facet_drifts
             or self.entry_drifts
+            or self.group_drifts
         )
 
     def describe(self) -> list[str]:
@@ -186,6 +195,7 @@ class Report:
             + [d.describe() for d in self.vote_drifts]
             + [d.describe() for d in self.facet_drifts]
             + [d.describe() for d in self.entry_drifts]
+            + [d.describe() for d in self.group_drifts]
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -241,6 +251,8 @@ class Report:
             "facetEntries": [
                 {"key": list(d.key), "description": d.describe()} for d in self.entry_drifts
             ],
+            "groups": [d.to_json() for d in self.group_drifts],
+            "groupMovesInProgress": list(self.moving),
             "repaired": self.repaired,
             "skipped": self.skipped,
         }
@@ -321,10 +333,11 @@ async def verify(
     comment_items: dict[str, Item] = {}
     votes: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     facets = FacetTally()
+    groups = GroupTally()
     async for response in scan_pages(table, pace):
         for item in response.get("Items", []):
             pk, sk = item["PK"]["S"], item["SK"]["S"]
-            if facets.see(item):
+            if facets.see(item) or groups.see(item):
                 continue
             if sk.startswith(keys.VOTE_PREFIX):
                 votes[pk][Vote(item[VOTE_ATTR]["S"]) is not Vote.HELPFUL] += 1
@@ -333,6 +346,7 @@ async def verify(
                 comment_items[pk] = item
                 c = item_to_comment(item)
                 facets.comment(item, c)
+                groups.comment(c)
                 if c.published:
                     count_in(tallies, c.product_id, c.language, c.rating, verified=c.verified)
                 if c.status is Status.PENDING:
@@ -378,6 +392,8 @@ async def verify(
         layout=after,
         facet_drifts=facets.counter_drifts(),
         entry_drifts=facets.entry_drifts(),
+        group_drifts=groups.drifts(),
+        moving=groups.moving,
     )
 
 
@@ -432,7 +448,8 @@ async def repair(table: TableRef, report: Report) -> Report:
         except ConditionFailed:
             skipped += 1
     fixed, left = await repair_facets(table, report.facet_drifts, report.entry_drifts)
-    return replace(report, repaired=repaired + fixed, skipped=skipped + left)
+    grouped, stale = await repair_groups(table, report.group_drifts)
+    return replace(report, repaired=repaired + fixed + grouped, skipped=skipped + left + stale)
 
 
 def comment_drift(item: Item, votes: Sequence[int] | None) -> VoteDrift | None:

@@ -34,6 +34,8 @@ reports ``WriteConflict``.
     ballots.py       votes of a process on one comment in one transaction; HSK after it
     delete.py        delete (comment, counters, the author's slot)
     counters.py      the counter and leaderboard moves of any transition
+    facet_parts.py   the facet entries and counters of any transition, groups' included
+    membership.py    a product's group: placing a comment by it, changing it
     limits.py        per-author limits kept in DynamoDB
     rates.py         per-author rates of the other writes, checked before each
     idempotency.py   idempotency records and their replay

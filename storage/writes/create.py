@@ -18,6 +18,7 @@ from storage.model.items import comment_to_item
 from storage.writes import counters, idempotency, limits
 from storage.writes.comment_facets import new_with_facets
 from storage.writes.facet_parts import facet_parts
+from storage.writes.membership import learned, membership_check, membership_for_write
 from storage.writes.tagging import FreshTagger, TaxonomySource, tag
 from storage.writes.transaction import CallBudget, Part, transact
 
@@ -67,15 +68,22 @@ async def create_comment(
     five = counters.FiveStars()
     transient = stale = 0
     product_moves = counters.moves(None, comment)
+    # Published at once (POST moderation): it counts in the group its product's membership
+    # names, checked in the same transaction (storage.writes.membership).
+    membership = None
+    if comment.published:
+        membership = await membership_for_write(table, comment.product_id, budget)
+        comment = replace(comment, group_id=membership.group_id)
     async with counters.five_star_turn(table, comment.product_id, product_moves):
         if counters.moves_five(product_moves):
             await counters.learn_five(table, comment.product_id, budget, five)
         while True:
             if tags is not None:  # a retry long after the first tags with a fresh tagger
                 comment = tag(await tags.get(), comment)
-            cancel = await transact(
-                table, _parts(table, new, comment, five, write_limits, now), budget
-            )
+            parts = _parts(table, new, comment, five, write_limits, now)
+            if membership is not None:
+                parts.append(membership_check(table, membership))
+            cancel = await transact(table, parts, budget)
             if cancel is None:
                 return CreateResult(comment, True)
             if cancel.failed(idempotency.PART):
@@ -87,7 +95,11 @@ async def create_comment(
                 raise CommentsPerProductLimit(write_limits.per_product)
             if cancel.failed(limits.PER_HOUR) and write_limits.per_hour is not None:
                 raise WriteRateLimited(write_limits.per_hour, limits.seconds_to_next_hour(now))
-            if counters.lost_five_star_race(table, cancel, five):
+            lost_group = membership is not None and learned(table, cancel, membership)
+            if lost_group:
+                membership = lost_group
+                comment = replace(comment, group_id=lost_group.group_id)
+            if lost_group or counters.lost_five_star_race(table, cancel, five):
                 stale += 1
                 if stale > 2:
                     await backoff.sleep(min(stale - 2, 3))

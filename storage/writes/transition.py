@@ -31,6 +31,13 @@ from storage.model.comments import Comment
 from storage.model.items import comment_key, comment_to_item
 from storage.writes import counters
 from storage.writes.facet_parts import facet_parts
+from storage.writes.membership import (
+    enters_group,
+    learned,
+    membership_check,
+    membership_for_write,
+    placed,
+)
 from storage.writes.state import Stored, read_stored
 from storage.writes.transaction import CallBudget, Part, transact
 
@@ -91,9 +98,9 @@ async def apply(
             return Applied(stored, stored.comment)  # nothing to write
         product_moves = counters.moves(stored.comment, change.after)
         async with counters.five_star_turn(table, stored.comment.product_id, product_moves):
-            outcome = await _commit(table, stored, change, product_moves, budget, backoff)
+            outcome, after = await _commit(table, stored, change, product_moves, budget, backoff)
         if outcome is _Outcome.COMMITTED:
-            return Applied(stored, change.after)
+            return Applied(stored, after)
         if outcome is _Outcome.TRANSIENT:
             transient += 1
             if transient >= backoff.attempts:
@@ -108,26 +115,37 @@ async def _commit(
     product_moves: list[counters.Move],
     budget: CallBudget,
     backoff: Backoff,
-) -> _Outcome:
+) -> tuple[_Outcome, Comment | None]:
     five = counters.FiveStars()
     if counters.moves_five(product_moves):
         await counters.learn_five(table, stored.comment.product_id, budget, five)
+    # A comment becoming published counts in its product's group as the membership says,
+    # checked in the same transaction (storage.writes.membership).
+    membership = None
+    if enters_group(stored.comment, change.after):
+        membership = await membership_for_write(table, stored.comment.product_id, budget)
     stale = 0
     while True:
-        parts = [_comment_part(table, stored, change.after)]
+        after = placed(stored.comment, change.after, membership)
+        parts = [_comment_part(table, stored, after)]
         parts += counters.parts(table, product_moves, five)
-        parts += counters.queue_parts(table, stored.comment, change.after)
-        parts += facet_parts(table, stored.comment, change.after, version=stored.version + 1)
+        parts += counters.queue_parts(table, stored.comment, after)
+        parts += facet_parts(table, stored.comment, after, version=stored.version + 1)
+        if membership is not None:
+            parts.append(membership_check(table, membership))
         parts += change.parts
         cancel = await transact(table, parts, budget)
         if cancel is None:
-            return _Outcome.COMMITTED
+            return _Outcome.COMMITTED, after
         if cancel.failed(COMMENT):
-            return _Outcome.CHANGED
+            return _Outcome.CHANGED, after
         for name, refusal in change.refusals:
             if cancel.failed(name):
                 raise refusal()
-        if counters.lost_five_star_race(table, cancel, five):
+        lost_group = membership is not None and learned(table, cancel, membership)
+        if lost_group:
+            membership = lost_group
+        if lost_group or counters.lost_five_star_race(table, cancel, five):
             stale += 1
             if stale > 2:
                 await backoff.sleep(min(stale - 2, 3))
@@ -137,7 +155,7 @@ async def _commit(
             # Another part's own bound failed (an author's slot count below what this
             # comment holds): the counts drifted, which no retry mends.
             counters.raise_drift(stored.comment.product_id)
-        return _Outcome.TRANSIENT
+        return _Outcome.TRANSIENT, after
 
 
 def _comment_part(table: TableRef, stored: Stored, after: Comment | None) -> Part:

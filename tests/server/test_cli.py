@@ -1,8 +1,10 @@
-"""The ``comments`` command: creating and verifying the table, minting dev tokens."""
+"""The ``comments`` command: creating and verifying the table, moving products between
+groups, minting dev tokens."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jwt
 import pytest
@@ -86,3 +88,22 @@ def test_cli_verify_reports_json_for_scripts(engine: LocalEngine, capsys: object
     assert report["stats"] == report["counts"] == report["commentDrifts"] == []
     assert cli_main(["verify-stats", *args, "--max-read-units", "0"]) == 2
     assert "above 0" in capsys.readouterr().err  # type: ignore[attr-defined]
+
+
+def test_cli_moves_a_product_and_applies_a_catalogue(
+    engine: LocalEngine, capsys: object, tmp_path: Path
+) -> None:
+    args = ["--endpoint-url", engine.endpoint_url, "--table", "cli_groups"]
+    assert cli_main(["create-table", *args]) == 0
+    assert cli_main(["move-group", *args, "p1", "--group", "g1"]) == 0
+    captured = capsys.readouterr()  # type: ignore[attr-defined]
+    assert "p1: membership none -> g1 (epoch 1)" in captured.err
+    assert "p1: in g1, all 0 published comments counted there" in captured.out
+    catalogue = tmp_path / "catalogue.jsonl"
+    catalogue.write_text('{"productId": "p1", "groupId": "g2"}\n{"productId": 1}\n')
+    assert cli_main(["apply-catalogue", *args, str(catalogue)]) == 1
+    captured = capsys.readouterr()  # type: ignore[attr-defined]
+    assert "line 2: productId:" in captured.err
+    assert "1 products: 1 changed group" in captured.out
+    assert cli_main(["apply-catalogue", *args, str(tmp_path / "missing.jsonl")]) == 2
+    assert cli_main(["verify-stats", *args]) == 0

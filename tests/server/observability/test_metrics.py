@@ -28,6 +28,7 @@ from server.settings import Settings
 from storage.base.types import DynamoClient, Response
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
+from storage.model.groups import membership_key
 from testing.scrape import Samples, parse_scrape
 from testing.scrape import sample as value
 from tests.api_helpers import SECRET
@@ -280,10 +281,15 @@ class Throttling(ClientWrapper):
         self.calls: list[str] = []
 
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
-        # A create reads the shop's taxonomy head first (to tag topics): let it through,
-        # so that the write reaches its transaction.
+        # A create reads the shop's taxonomy head (to tag topics) and its product's group
+        # once per process (storage.writes.membership): let both through, so that the
+        # write reaches its transactions.
         taxonomy = kwargs.get("Key", {}).get("PK", {}).get("S") == "TAXONOMY"
-        if operation in ("get_item", "batch_get_item", "query") and not taxonomy:
+        if operation == "get_item" and (
+            taxonomy or kwargs["Key"] == membership_key("metrics-none")
+        ):
+            return await super()._call(operation, kwargs)
+        if operation in ("get_item", "batch_get_item", "query"):
             self.calls.append(operation)
             raise _client_error("ProvisionedThroughputExceededException", 2)
         if operation == "transact_write_items":
