@@ -195,6 +195,24 @@ def _filtered(args: Mapping[str, Any], facets: object) -> bool:
     return values > 1 or bool(facets.get("excludeIncentivized")) or bool(args.get("verifiedOnly"))
 
 
+def _group_comments(args: Args, lengths: Lengths) -> FieldCost:
+    """A group's listing: its entries, always (a facet listing over its ``*`` value), and
+    the narrowed product's group read when ``facets.productId`` is given."""
+    facets = None if args is None else args.get("facets")
+    as_facets = {**(args or {}), "facets": facets or {"group": True}}
+    cost = _comments(None if args is None else as_facets, lengths)
+    narrowed = args is None or (isinstance(facets, Mapping) and facets.get("productId"))
+    return FieldCost(cost.points + bool(narrowed), cost.items, cost.lengths)
+
+
+def _members(args: Args, _: Lengths) -> FieldCost:
+    size = PAGE_SIZE_MAX
+    if args is not None:
+        with suppress(BadUserInput):
+            size = page_size(args.get("first"), args.get("after"))
+    return FieldCost(2, 1, Lengths(size, 0))
+
+
 def _topics(args: Args, _: Lengths) -> FieldCost:
     first = None if args is None else args.get("first")
     shown = TOPICS_MAX if not isinstance(first, int) else max(0, min(first, TOPICS_MAX))
@@ -251,9 +269,22 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Product", "stats"): _calls(1),
     ("Product", "lastCommentedAt"): _calls(1),
     ("Product", "comments"): _comments,
-    ("Product", "attributeDefinitions"): lambda _a, _l: FieldCost(1, ATTRIBUTES_MAX),
-    # The scope's answer counters (one Query) and its definitions for the display order.
-    ("Product", "attributeSummary"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
+    # The product's group (whose definitions a grouped product's are), then them.
+    ("Product", "attributeDefinitions"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
+    # The scope's answer counters (one Query), the product's group and the definitions
+    # for the display order.
+    ("Product", "attributeSummary"): lambda _a, _l: FieldCost(3, ATTRIBUTES_MAX),
+    ("Product", "group"): _calls(1),
+    ("Query", "productGroup"): _calls(1),
+    # A page of members (one Query) and the group's count, read together.
+    ("ProductGroup", "products"): _members,
+    ("ProductGroup", "stats"): _calls(1),
+    ("ProductGroup", "comments"): _group_comments,
+    ("ProductGroup", "attributeDefinitions"): lambda _a, _l: FieldCost(1, ATTRIBUTES_MAX),
+    ("ProductGroup", "attributeSummary"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
+    ("ProductGroup", "topics"): _topics,
+    ("ProductConnection", "edges"): _length(lambda lengths: lengths.page),
+    ("ProductConnection", "nodes"): _length(lambda lengths: lengths.page),
     ("Product", "topics"): _topics,
     ("AttributeDefinition", "values"): _length(lambda _: VALUES_MAX),
     ("Comment", "attributes"): _length(lambda _: MAX_ATTRIBUTE_ANSWERS),
