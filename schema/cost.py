@@ -275,6 +275,20 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     # for the display order.
     ("Product", "attributeSummary"): lambda _a, _l: FieldCost(3, ATTRIBUTES_MAX),
     ("Product", "group"): _calls(1),
+    # The product's group, then its definitions' item.
+    ("Product", "attributeDefinitionsRevision"): _calls(2),
+    ("ProductGroup", "attributeDefinitionsRevision"): _calls(1),
+    ("Query", "topicTaxonomy"): _calls(1),
+    ("TopicTaxonomy", "topics"): _length(lambda _: TOPICS_MAX),
+    # The group's membership (a product), the definitions read and written, the rate.
+    ("Mutation", "setAttributeDefinitions"): _calls(MUTATION_STORAGE_CALLS),
+    ("Mutation", "setTopicTaxonomy"): _calls(MUTATION_STORAGE_CALLS),
+    # The move's own calls go to the application's table, bounded by time (MOVE_SECONDS).
+    ("Mutation", "setProductGroup"): _calls(MUTATION_STORAGE_CALLS),
+    ("SetAttributeDefinitionsPayload", "definitions"): _length(lambda _: ATTRIBUTES_MAX),
+    ("SetAttributeDefinitionsPayload", "userErrors"): _length(lambda _: PROBLEMS_MAX + 3),
+    ("SetTopicTaxonomyPayload", "userErrors"): _length(lambda _: 1),
+    ("SetProductGroupPayload", "userErrors"): _length(lambda _: 2),
     ("Query", "productGroup"): _calls(1),
     # A page of members (one Query) and the group's count, read together.
     ("ProductGroup", "products"): _members,
