@@ -6,7 +6,7 @@ page 500, ours against the blog's filtered fan-out.
 Starts DynamoDB Local in memory and loads two products (36,000 and 3,000 comments) with
 facet values at realistic rates (``benchmarks.reads.facet_data``). For every filter (one
 facet value with a language and ratings; two values, the second kept by about 10 %, 30 %
-or 60 % of the first's comments) it walks ten pages of 20 from page 1 and ten from page
+or 60 % of the first's comments) it walks twenty pages of 20 from page 1 and twenty from page
 500 (or as deep as the listing goes), with two readers, which must both return the
 brute-force answer:
 
@@ -18,6 +18,9 @@ brute-force answer:
 - the blog: ``baselines.blog_fan_out``, one query per rating partition of the product with
   ``contains(facets, :v)`` as a FilterExpression and Limit = page size, each partition
   re-queried until it holds a page of matches or ends.
+
+Last, the one-value walks are read again by processes holding each listing's counters,
+at several head-rooms z of the proportioned limits (``SWEEP``): items read against rounds.
 
 Figures per page, medians over a walk's pages: items read (ScannedCount of the queries) per
 item returned, storage calls (the counters' TransactGetItems included), sequential storage
@@ -59,6 +62,7 @@ from storage.model.comments import Comment, Direction, PageRequest
 from storage.model.facets import FacetValue
 from storage.ops.create import create_table
 from storage.reads.facet_reader import facet_listing_counts, read_facet_listing
+from storage.reads.planner import DEFAULT_TUNING, Tuning
 from storage.reads.snapshots import PlanMemory
 
 PAGE = 20
@@ -86,6 +90,9 @@ TWO_VALUES = (
     (0.58, Filter("battery life + would recommend: yes, en", (BATTERY, YES), "en")),
 )
 
+# Head-rooms of the sweep (``Tuning.z``; the default is 0.25).
+SWEEP = (0.0, 0.25, 0.5, 1.0, 2.0)
+
 AMPLIFICATION_GOAL, FIRST_PAGE_GOAL, ONE_ROUND_GOAL = 1.25, 1.10, 0.90
 
 
@@ -108,7 +115,7 @@ class PageCost:
 Reader = Callable[[TableRef, Filter, str, str | None], Awaitable[PageCost]]
 
 
-def ours(memory: PlanMemory) -> Reader:
+def ours(memory: PlanMemory, tuning: Tuning = DEFAULT_TUNING) -> Reader:
     """Our reader, in a process whose memory is ``memory``."""
 
     async def read(table: TableRef, f: Filter, product: str, position: str | None) -> PageCost:
@@ -117,7 +124,7 @@ def ours(memory: PlanMemory) -> Reader:
         listing = f.listing(product)
         warm = memory.facet_counts(listing) is not None
         request = PageRequest(PAGE, Direction.FORWARD, position)
-        _, page = await read_facet_listing(metered, listing, request)
+        _, page = await read_facet_listing(metered, listing, request, tuning=tuning)
         return PageCost(
             [c.sort_key for c in page.comments],
             page.has_more,
@@ -222,17 +229,14 @@ async def measure(
     for product in products:
         mine = [c for c in comments if c.product_id == product]
         for share, f in filters:
-            chosen = [c for c in mine if f.matches(c)]
-            expected = sorted((c.sort_key for c in chosen), reverse=True)
+            expected = _expected(mine, f, product)
             if not expected:
                 continue
             counts = await facet_listing_counts(table, f.listing(product))
             if share is None and counts.total(f.listing(product)) != len(expected):
                 raise AssertionError(f"the counters of {f.name} are not exact")
             primary = [c for c in mine if Filter("", f.values[:1], f.language).matches(c)]
-            total_pages = math.ceil(len(expected) / PAGE)
-            deep = min(DEEP_PAGE, total_pages - pages + 1)
-            depths = [1] + ([deep] if deep > pages else [])
+            depths = _depths(expected, pages)
             walks = [
                 (d, await walk(table, first_pass, f, product, expected, d, pages)) for d in depths
             ]
@@ -259,6 +263,52 @@ async def measure(
     return rows
 
 
+def _depths(expected: list[str], pages: int) -> list[int]:
+    """Page 1, and page ``DEEP_PAGE`` (or as deep as the listing goes) when that is further
+    than a walk from page 1 reaches."""
+    deep = min(DEEP_PAGE, math.ceil(len(expected) / PAGE) - pages + 1)
+    return [1] + ([deep] if deep > pages else [])
+
+
+def _expected(comments: list[Comment], f: Filter, product: str) -> list[str]:
+    return sorted(
+        (c.sort_key for c in comments if c.product_id == product and f.matches(c)), reverse=True
+    )
+
+
+async def sweep(
+    table: TableRef, comments: list[Comment], products: list[str], pages: int
+) -> list[dict[str, Any]]:
+    """The one-value walks met for the first time by a process holding each listing's
+    counters (every page warm), at several head-rooms z: items read against rounds."""
+    rows = []
+    for z in SWEEP:
+        memory = PlanMemory()
+        reader = {"ours": ours(memory, Tuning(z=z))}
+        costs: list[PageCost] = []
+        for product in products:
+            for f in ONE_VALUE:
+                expected = _expected(comments, f, product)
+                if not expected:
+                    continue
+                await facet_listing_counts(
+                    TableRef(table.client, table.name).keep(memory), f.listing(product)
+                )
+                for first in _depths(expected, pages):
+                    costs += (await walk(table, reader, f, product, expected, first, pages))["ours"]
+        rows.append(
+            {
+                "z": z,
+                "pages": len(costs),
+                "amplification": round(statistics.median(c.amplification for c in costs), 3),
+                "mean_amplification": round(statistics.fmean(c.amplification for c in costs), 3),
+                "one_round": round(sum(c.rounds == 1 for c in costs) / len(costs), 3),
+                "calls": round(statistics.fmean(c.calls for c in costs), 2),
+            }
+        )
+    return rows
+
+
 def _one_value(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["values"] == 1]
 
@@ -267,8 +317,9 @@ def _pages(rows: list[dict[str, Any]], reader: str, figure: str) -> list[float]:
     return [x for r in rows for x in r[reader]["per_page"][figure]]
 
 
-def _deep_ratios(rows: list[dict[str, Any]], reader: str) -> list[tuple[str, float, float]]:
-    """(filter, items read, calls): page ``DEEP_PAGE``'s walk over page 1's, per listing."""
+def _deep_ratios(rows: list[dict[str, Any]], reader: str) -> list[tuple[str, str, float, float]]:
+    """(filter, figures, items read, calls): page ``DEEP_PAGE``'s walk over page 1's, per
+    listing, medians over each walk's pages."""
     found = []
     for deep in rows:
         if deep["first_page"] != DEEP_PAGE:
@@ -279,12 +330,13 @@ def _deep_ratios(rows: list[dict[str, Any]], reader: str) -> list[tuple[str, flo
             if r["first_page"] == 1
             and (r["product"], r["filter"]) == (deep["product"], deep["filter"])
         )
+        d, f = deep[reader], first[reader]
+        figures = (
+            f"items {d['items_read']:g} vs {f['items_read']:g}, "
+            f"calls {d['calls']:g} vs {f['calls']:g}"
+        )
         found.append(
-            (
-                deep["filter"],
-                deep[reader]["items_read"] / first[reader]["items_read"],
-                deep[reader]["calls"] / first[reader]["calls"],
-            )
+            (deep["filter"], figures, d["items_read"] / f["items_read"], d["calls"] / f["calls"])
         )
     return found
 
@@ -317,13 +369,15 @@ def target_rows(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
         ratios = _deep_ratios(one, reader)
         if not ratios:
             continue
-        measured = "; ".join(f"{n}: items {i:.2f}x, calls {c:.2f}x" for n, i, c in ratios)
+        measured = "; ".join(
+            f"{n}: items read {i:.2f}x, calls {c:.2f}x ({figures})" for n, figures, i, c in ratios
+        )
         out.append(
             (
                 f"one facet value: page {DEEP_PAGE} costs what page 1 costs ({label}; "
-                "items read and calls, medians over ten pages)",
+                f"items read and calls, medians over {result['pages_per_walk']} pages)",
                 measured,
-                all(i <= 1.0 and c <= 1.0 for _, i, c in ratios),
+                all(i <= 1.0 and c <= 1.0 for _, _, i, c in ratios),
             )
         )
     for label, reader in (("first visit", "ours"), ("read again", "ours_again")):
@@ -417,6 +471,21 @@ def section(result: dict[str, Any]) -> list[str]:
             f"| {o['warm_one_round']}/{o['warm_pages']} | {a['warm_one_round']}/{a['warm_pages']} "
             f"| {b['amplification']:.2f} | {b['calls']:g} |"
         )
+    if result.get("headroom_sweep"):
+        lines += [
+            "",
+            "The one-value walks again, each page met for the first time by a process that "
+            "holds the listing's counters (every page warm), at several head-rooms z of the "
+            "proportioned limits (`Tuning.z`, 0.25 by default):",
+            "",
+            "| z | pages | median read/returned | mean | pages in one round | calls per page |",
+            "|---|---:|---:|---:|---:|---:|",
+            *[
+                f"| {r['z']} | {r['pages']} | {r['amplification']:.3f} "
+                f"| {r['mean_amplification']:.3f} | {r['one_round']:.0%} | {r['calls']:.2f} |"
+                for r in result["headroom_sweep"]
+            ],
+        ]
     lines += ["", "| target | measured | met |", "|---|---|---|"]
     lines += [f"| {t} | {m} | {'yes' if ok else '**no**'} |" for t, m, ok in target_rows(result)]
     return lines
@@ -452,11 +521,14 @@ async def run(
     entries = await facet_data.load(table, comments, quiet=small, verify_all=small)
     seeded = time.perf_counter() - started
     rows = await measure(table, comments, [p for p, _ in products], pages)
+    say("the head-room sweep")
+    swept = await sweep(table, comments, [p for p, _ in products], pages)
     return {
         "comments": len(comments),
         "facet_items": entries,
         "seeded_seconds": round(seeded, 1),
         "rows": rows,
+        "headroom_sweep": swept,
     }
 
 
@@ -476,7 +548,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     products = QUICK_PRODUCTS if args.quick else PRODUCTS
-    pages = 3 if args.quick else 10
+    pages = 3 if args.quick else 20
     started = time.perf_counter()
     with LocalEngine() as engine:
         measured = asyncio.run(_main(engine.endpoint_url, products, pages, args.seed))

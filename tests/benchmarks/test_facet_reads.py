@@ -60,6 +60,8 @@ async def test_the_fast_form_runs_and_reports(client: DynamoClient) -> None:
             assert figures["full_pages"] == figures["pages"]
             assert figures["amplification"] >= 1.0 or r["matching"] == 0
         assert r["estimated_calls"] > 0
+    assert [r["z"] for r in result["headroom_sweep"]] == list(facet_reads.SWEEP)
+    assert all(r["pages"] > 0 for r in result["headroom_sweep"])
     targets = facet_reads.target_rows(result)
     assert targets
     assert all(isinstance(ok, bool) for _, _, ok in targets)
