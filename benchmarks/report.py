@@ -146,7 +146,7 @@ def targets(
 EXTRAS = (
     ("proxy", "benchmarks.http.nginx_cache", "5"),
     ("part1", "benchmarks.writes.part1", "7"),
-    ("facet-reads", "benchmarks.reads.facet_reads", "8"),
+    ("facet-reads", "benchmarks.reads.facet_report", "8"),
 )
 
 

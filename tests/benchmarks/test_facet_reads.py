@@ -1,8 +1,8 @@
-"""The facet reads benchmark (benchmarks/reads/facet_reads.py, behind
-docs/benchmarks/facets.md) in its fast form: a small product loaded with its facet items
-(verified exact), every filter walked by both readers, which must return the brute-force
-pages, and a result its report can render. Figures are checked for shape, never for
-speed."""
+"""The facet reads benchmark (benchmarks/reads/facet_reads.py, its report
+benchmarks/reads/facet_report.py, behind docs/benchmarks/facets.md) in its fast form: a
+small product loaded with its facet items (verified exact), every filter walked by both
+readers, which must return the brute-force pages, and a result its report can render.
+Figures are checked for shape, never for speed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.reads import facet_data, facet_reads
+from benchmarks.reads import facet_data, facet_reads, facet_report
 from storage.base.types import DynamoClient
 from storage.model.facets import FacetValue
 
@@ -62,9 +62,9 @@ async def test_the_fast_form_runs_and_reports(client: DynamoClient) -> None:
         assert r["estimated_calls"] > 0
     assert [r["z"] for r in result["headroom_sweep"]] == list(facet_reads.SWEEP)
     assert all(r["pages"] > 0 for r in result["headroom_sweep"])
-    targets = facet_reads.target_rows(result)
+    targets = facet_report.target_rows(result)
     assert targets
     assert all(isinstance(ok, bool) for _, _, ok in targets)
-    lines = facet_reads.section(result)
+    lines = facet_report.section(result)
     header = next(line for line in lines if line.startswith("| product"))
     assert all(line.count("|") == header.count("|") for line in lines[4 : 6 + len(rows)])
