@@ -82,6 +82,7 @@ from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, MAX_TOPICS
 # several calls (storage.model.items says how many a call holds at most).
 from storage.model.items import ITEMS_PER_RESPONSE
 from storage.model.problems import PROBLEMS_MAX
+from storage.model.tagging import MATCHES_PER_TOPIC
 from storage.model.topics import TOPICS_MAX
 from storage.reads.facet_summaries import SUMMARY_VALUES_MAX
 from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
@@ -303,6 +304,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("AttributeDefinition", "values"): _length(lambda _: VALUES_MAX),
     ("Comment", "attributes"): _length(lambda _: MAX_ATTRIBUTE_ANSWERS),
     ("Comment", "topics"): _length(lambda _: MAX_TOPICS),
+    ("Comment", "topicMatches"): _length(lambda _: MAX_TOPICS * MATCHES_PER_TOPIC),
     ("AttributeDistribution", "values"): _length(lambda _: SUMMARY_VALUES_MAX),
     ("Query", "moderationQueue"): _partition,
     ("Viewer", "comments"): _partition,

@@ -223,3 +223,16 @@ class TopicTaxonomy:
                 for t in taxonomy.topics
             ],
         )
+
+
+@strawberry.type(
+    description="Why a comment has a topic: the taxonomy's word that matched, and where."
+)
+class TopicMatch:
+    topic: str = strawberry.field(description="The topic tagged.")
+    word: str = strawberry.field(description="The taxonomy's word or phrase that matched.")
+    language: str = strawberry.field(description="The language of the word's list.")
+    field: str = strawberry.field(description="title or body: where it matched.")
+    start: int = strawberry.field(description="Where the match starts in that text.")
+    end: int = strawberry.field(description="Where it ends (exclusive).")
+    text: str = strawberry.field(description="The matched text itself.")
