@@ -639,6 +639,10 @@ async def _import(args: argparse.Namespace) -> int:
         f"invalid {summary.invalid}, conflicts {summary.conflicts} ({summary.lines} lines) "
         f"in {elapsed:.1f} s, {summary.lines / max(elapsed, 1e-9):.0f} lines/s"
     )
+    if summary.placed:
+        print(
+            f"placed the imported comments of {len(summary.placed)} grouped products in their groups"
+        )
     if summary.skipped:
         print(f"{summary.skipped} lines were skipped (listed on stderr with their numbers)")
         return 1
