@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from server.dev.demo import synthetic_comments
@@ -37,11 +37,10 @@ from storage.engine.batch import BATCH_WRITE_MAX, batch_write
 from storage.engine.retry import DEFAULT_BACKOFF
 from storage.engine.table import TableRef
 from storage.model.comments import Comment, ListingFilter
-from storage.model.facets import FacetValue, counter_sk, facet_moves
-from storage.model.items import comment_to_item, entry_items, item_version
+from storage.model.facets import FacetValue
 from storage.ops.bulk import load_new_products
 from storage.ops.verify import verify
-from storage.writes.facet_parts import listed
+from testing.facet_items import facet_items
 
 RECOMMEND = {5: 0.97, 4: 0.90, 3: 0.50, 2: 0.15, 1: 0.05}
 FIT = {"small": 0.2, "regular": 0.6, "large": 0.2}
@@ -123,24 +122,6 @@ def comments(products: Sequence[tuple[str, int]], seed: int) -> list[Comment]:
     rng = random.Random(seed)
     made = synthetic_comments([(pid, n, False) for pid, n in products], rng)
     return [_with_facets(c, rng) for c in made]
-
-
-def facet_items(of: Iterable[Comment]) -> list[Item]:
-    """The entries and counter items the write path keeps for ``of`` (new comments)."""
-    items: list[Item] = []
-    counters: dict[tuple[str, str], dict[str, int]] = {}
-    for c in of:
-        moves = facet_moves(None, listed(c))
-        items += entry_items(c, moves.put, item_version(comment_to_item(c)))
-        for (scope, value), deltas in moves.counters.items():
-            into = counters.setdefault((scope.pk, counter_sk(value)), {})
-            for name, delta in deltas.items():
-                into[name] = into.get(name, 0) + delta
-    for (pk, sk), numbers in sorted(counters.items()):
-        item: Item = {"PK": {"S": pk}, "SK": {"S": sk}}
-        item.update({name: {"N": str(n)} for name, n in sorted(numbers.items())})
-        items.append(item)
-    return items
 
 
 async def load(

@@ -15,6 +15,7 @@ import pytest
 from benchmarks.reads import facet_data, facet_reads, facet_report
 from storage.base.types import DynamoClient
 from storage.model.facets import FacetValue
+from testing.facet_items import facet_items
 
 
 def test_the_data_set_draws_values_at_their_rates() -> None:
@@ -33,7 +34,7 @@ def test_facet_items_count_each_value_once_per_comment() -> None:
     c = facet_data.comments([("p", 1)], seed=1)[0]
     values = frozenset({FacetValue.topic("price"), FacetValue.attribute("fit", "small")})
     one = replace(c, facets=values, incentivized=False)
-    items = facet_data.facet_items([one, one])
+    items = facet_items([one, one])
     entries = [i for i in items if i["SK"]["S"].startswith("FACET#")]
     counters = [i for i in items if i["SK"]["S"].startswith("F#")]
     assert len(entries) == 4  # the same comment twice: its two entries, put twice
