@@ -217,6 +217,7 @@ def _user_errors(data: object) -> list[object]:
 
 
 PRODUCTS = ("fz-a", "fz-b", "fz-c")
+GROUPS = ("fz-group", "fz-other-group")
 UNPUBLISHING = {"Mutation.moderateComment": 1, "Mutation.deleteComment": 2}  # and in this order
 LANGUAGES = ("en", "de", "pt-br")
 SEED_COMMENT = """mutation($input: CreateCommentInput!) {
@@ -289,6 +290,8 @@ def _valid(name: str, data: st.DataObject, known: Known) -> ValueNode | None:
         return _string(data.draw(st.sampled_from(known.comment_ids)))
     if name == "productId":
         return _string(data.draw(st.sampled_from(PRODUCTS)))
+    if name == "groupId":
+        return _string(data.draw(st.sampled_from(GROUPS)))
     if name == "language":
         return _string(data.draw(st.sampled_from(LANGUAGES)))
     if name == "rating":
@@ -300,7 +303,7 @@ def _valid(name: str, data: st.DataObject, known: Known) -> ValueNode | None:
         return _int(data.draw(st.integers(1, 30)))
     if name in ("after", "before"):
         return NullValueNode()
-    if name == "body":
+    if name in ("body", "note"):
         # Letters, digits, punctuation and spaces: always acceptable (the unsteered half
         # tries the rest: controls, bidi overrides, invisible-only texts).
         visible = st.characters(categories=["L", "N", "P", "Zs"])

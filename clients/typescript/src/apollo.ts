@@ -13,11 +13,17 @@ import type { CommentCardFragment } from './gql/graphql';
  * order), as opposed to which page of it (first, after, last, before). Every one of them
  * must key the cached list: a list cached under fewer would answer another filter or order
  * with its own comments (a test derives them from schema.graphql). */
-export const LISTING_ARGUMENTS = ['language', 'ratings', 'verifiedOnly', 'orderBy'] as const;
+export const LISTING_ARGUMENTS = ['language', 'ratings', 'verifiedOnly', 'orderBy', 'facets'] as const;
 
 /** What a listing's arguments are when a query leaves them out (the schema's defaults),
  * so that `comments(first: 5)` and `comments(first: 5, orderBy: NEWEST)` share one list. */
-const LISTING_DEFAULTS: Record<string, unknown> = { language: null, ratings: null, verifiedOnly: false, orderBy: 'NEWEST' };
+const LISTING_DEFAULTS: Record<string, unknown> = {
+  language: null,
+  ratings: null,
+  verifiedOnly: false,
+  orderBy: 'NEWEST',
+  facets: null,
+};
 
 /** A listing's arguments as the cache keys it: defaults filled in, the language in lower
  * case (the server matches it so), the ratings sorted without repeats, and all five
@@ -27,6 +33,33 @@ export interface ListingKey {
   ratings: number[] | null;
   verifiedOnly: boolean;
   orderBy: string;
+  facets: FacetsKey | null;
+}
+
+/** A listing's facets as the cache keys them: answers sorted by key, booleans that are
+ * false or null left out (no filter, as the server reads them), null for no facet at all. */
+export interface FacetsKey {
+  attributes?: { key: string; value: string }[];
+  topic?: string;
+  withPhotos?: true;
+  excludeIncentivized?: true;
+  productId?: string;
+}
+
+function facetsKey(given: unknown): FacetsKey | null {
+  if (given === null || typeof given !== 'object') return null;
+  const facets = given as Record<string, unknown>;
+  const key: FacetsKey = {};
+  if (Array.isArray(facets.attributes) && facets.attributes.length > 0) {
+    key.attributes = (facets.attributes as { key: string; value: string }[])
+      .map(({ key: k, value }) => ({ key: k, value }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+  if (typeof facets.topic === 'string') key.topic = facets.topic;
+  if (facets.withPhotos === true) key.withPhotos = true;
+  if (facets.excludeIncentivized === true) key.excludeIncentivized = true;
+  if (typeof facets.productId === 'string') key.productId = facets.productId;
+  return Object.keys(key).length > 0 ? key : null;
 }
 
 export function listingKey(args: Record<string, unknown> | null): ListingKey {
@@ -37,7 +70,13 @@ export function listingKey(args: Record<string, unknown> | null): ListingKey {
   const language = typeof given.language === 'string' ? given.language.toLowerCase() : null;
   let ratings = Array.isArray(given.ratings) ? [...new Set(given.ratings as number[])].sort((a, b) => a - b) : null;
   if (ratings && [1, 2, 3, 4, 5].every((rating) => ratings?.includes(rating))) ratings = null;
-  return { language, ratings, verifiedOnly: given.verifiedOnly === true, orderBy: String(given.orderBy) };
+  return {
+    language,
+    ratings,
+    verifiedOnly: given.verifiedOnly === true,
+    orderBy: String(given.orderBy),
+    facets: facetsKey(given.facets),
+  };
 }
 
 /** The cache's storage name of a listing: `comments:{"language":…,"orderBy":…,…}`. */

@@ -32,6 +32,7 @@ test('each listing argument makes a list of its own, and the defaults are the sa
     ratings: [1, 2],
     verifiedOnly: true,
     orderBy: 'MOST_HELPFUL',
+    facets: { topic: 'battery' },
   };
   for (const name of LISTING_ARGUMENTS) {
     assert.notEqual(JSON.stringify(listingKey({ [name]: changed[name] })), base, name);
@@ -41,6 +42,18 @@ test('each listing argument makes a list of its own, and the defaults are the sa
   assert.equal(JSON.stringify(listingKey({ ratings: [5, 4, 3, 2, 1] })), base);
   assert.equal(JSON.stringify(listingKey({ ratings: [2, 1, 2] })), JSON.stringify(listingKey({ ratings: [1, 2] })));
   assert.equal(JSON.stringify(listingKey({ language: 'DE' })), JSON.stringify(listingKey({ language: 'de' })));
+  // Facets: no filter is the list without facets; answers in any order are one list.
+  assert.equal(JSON.stringify(listingKey({ facets: { withPhotos: false, excludeIncentivized: null } })), base);
+  const fit = { key: 'fit', value: 'small' };
+  const recommend = { key: 'would-recommend', value: 'yes' };
+  assert.equal(
+    JSON.stringify(listingKey({ facets: { attributes: [recommend, fit] } })),
+    JSON.stringify(listingKey({ facets: { attributes: [fit, recommend] } })),
+  );
+  assert.notEqual(
+    JSON.stringify(listingKey({ facets: { topic: 'battery', excludeIncentivized: true } })),
+    JSON.stringify(listingKey({ facets: { topic: 'battery' } })),
+  );
 });
 
 function page(commentIds: string[]): ProductCommentsQuery {
