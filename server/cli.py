@@ -25,8 +25,10 @@ from resolvers.errors import ApiError
 from resolvers.pages import page_request
 from schema import build_schema
 from server.dev.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
+from server.dev.demo_facets import facet_reviews
 from server.dev.local_engine import EngineError, LocalEngine
 from server.dev.progress import note, progress_bar, progress_count
+from server.dev.seeding import seed_demo
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, guarded_protocol
 from server.observability.logs import configure_logging, uvicorn_log_config
@@ -56,7 +58,6 @@ from storage.model.layout_version import CODE_LAYOUT
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
 from storage.model.problems import InvalidFields
 from storage.model.topics import Tagger, Taxonomy
-from storage.ops.bulk import load_new_products
 from storage.ops.catalogue_groups import CatalogueProblem, apply_catalogue
 from storage.ops.create import create_table
 from storage.ops.group_move import move_product
@@ -703,13 +704,19 @@ async def _import(args: argparse.Namespace) -> int:
 
 async def _seed(args: argparse.Namespace) -> int:
     comments = list(demo_comments(args.products, args.seed))
-    progress = progress_bar(len(comments), "writing comments")
+    reviews = facet_reviews(args.seed)
+    progress = progress_bar(len(comments) + len(reviews), "writing comments")
     settings = storage_settings(args)
     async with open_client(settings.client_settings()) as client:
         await create_table(client, settings.dynamodb_table)
         table = TableRef(client, settings.dynamodb_table)
-        written = await load_new_products(table, comments, progress=progress)
-    print(f"seeded {written} comments on {len({c.product_id for c in comments})} products")
+        try:
+            written = await seed_demo(table, comments, reviews, progress=progress)
+        except InvalidInput as exc:
+            print(f"\nerror: {exc}", file=sys.stderr)
+            return 2
+    products = {c.product_id for c in comments} | {r.new.product_id for r in reviews}
+    print(f"seeded {written} comments on {len(products)} products")
     return 0
 
 

@@ -36,8 +36,10 @@ from starlette.applications import Starlette
 
 from resolvers.auth import TokenRules, mint
 from server.dev.demo import demo_comments
+from server.dev.demo_facets import facet_reviews
 from server.dev.local_engine import LocalEngine
 from server.dev.progress import progress_bar
+from server.dev.seeding import seed_demo
 from server.jwks import KeyStore
 from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, listener
@@ -58,7 +60,6 @@ from storage.engine.table import TableRef
 from storage.live.feed import Feed
 from storage.live.stream import Change, StreamFollower, stream_arn
 from storage.model.layout_version import Fit, fit
-from storage.ops.bulk import load_new_products
 from storage.ops.create import create_table, missing_indexes
 from storage.ops.migrate import migrate
 from storage.reads.planner import Tuning
@@ -458,9 +459,11 @@ def _table(client: DynamoClient, settings: Settings) -> TableRef:
 
 async def _seed_demo(table: TableRef, settings: Settings) -> None:
     comments = list(demo_comments(settings.demo_products))
+    reviews = facet_reviews()
+    total = len(comments) + len(reviews)
     # A progress bar redraws one line: not a log line, so not among JSON ones.
-    progress = progress_bar(len(comments), "seeding demo data") if not _json(settings) else None
-    await load_new_products(table, comments, progress=progress)
+    progress = progress_bar(total, "seeding demo data") if not _json(settings) else None
+    await seed_demo(table, comments, reviews, progress=progress)
 
 
 def _token_rules(settings: Settings, keys: KeyStore | None) -> tuple[TokenRules, DevTokens | None]:

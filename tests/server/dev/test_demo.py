@@ -111,6 +111,12 @@ async def test_a_pending_comment_is_never_counted_twice(table: TableRef) -> None
     assert report.exact, report.describe()
 
 
+FIRST_LOOK = """{
+  topProducts(first: 3) { product { stats { total } } }
+  productGroup(groupId: "demo-runner") { products { totalCount } topics(first: 1) { count } }
+}"""
+
+
 def test_a_server_that_makes_its_table_serves_its_demo_data(engine: LocalEngine) -> None:
     # One process, as `comments serve` runs by default: it makes the table, records its
     # layout, reads it (which opens its write gate), then writes the demo data through
@@ -125,11 +131,11 @@ def test_a_server_that_makes_its_table_serves_its_demo_data(engine: LocalEngine)
         DEMO_PRODUCTS="3",
         LIVE_UPDATES="false",
     ) as server:
-        response = httpx.post(
-            server.graphql_url,
-            json={"query": "{ topProducts(first: 3) { product { stats { total } } } }"},
-            timeout=30,
-        ).json()
+        response = httpx.post(server.graphql_url, json={"query": FIRST_LOOK}, timeout=30).json()
     totals = [r["product"]["stats"]["total"] for r in response["data"]["topProducts"]]
     assert totals
     assert all(total > 0 for total in totals)
+    # The facet reviews too (test_demo_facets.py counts them).
+    group = response["data"]["productGroup"]
+    assert group["products"]["totalCount"] == 3
+    assert group["topics"][0]["count"] > 0
