@@ -216,6 +216,7 @@ class FacetModel(RuleBasedStateMachine):
         base, _ = HARNESS.new_tables("facetmodel")
         self.base = base
         aws = AwsConflicts(base.client)
+        self.aws = aws
         self.tables = (TableRef(aws, base.name), TableRef(aws, base.name))
         # Each process keeps its tagger compiled, checking the taxonomy's head every time.
         self.taggers = {id(t): TaxonomyCache(check_seconds=0) for t in self.tables}
@@ -261,7 +262,7 @@ class FacetModel(RuleBasedStateMachine):
             event(f"answered {outcome}")
         if TRACE:
             with open(TRACE, "a") as f:
-                print(self.steps, outcomes, file=f)
+                print(self.steps, f"conflicts so far {self.aws.conflicts}", outcomes, file=f)
 
     async def _step(self, batch: Sequence[Op]) -> list[str]:
         self.steps += 1
