@@ -82,7 +82,7 @@ from tests.storage.facet_model import (
 
 # The CI form runs the same examples every time; a long run explores new ones.
 LONG = "FACET_MODEL_EXAMPLES" in os.environ
-EXAMPLES = int(os.environ.get("FACET_MODEL_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("FACET_MODEL_EXAMPLES", "5"))
 STEPS = int(os.environ.get("FACET_MODEL_STEPS", "6"))
 # A file each step's writes and their answers are appended to (for reading a long run).
 TRACE = os.environ.get("FACET_MODEL_TRACE")
