@@ -23,6 +23,7 @@ from schema.garbage import LargeRequestCollector
 from schema.limits import ListLimit, OneMutation, alias_limit, depth_limit, size_limit
 from schema.masking import StorageReport, with_codes
 from schema.mutation import Mutation
+from schema.products.groups import ProductGroup
 from schema.products.types import Product
 from schema.query import Query
 from schema.scalars import SCALARS
@@ -84,7 +85,7 @@ def build_schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        types=[Product, Comment],
+        types=[Product, ProductGroup, Comment],
         extensions=extensions,
         config=StrawberryConfig(auto_camel_case=True, scalar_map=SCALARS),
     )

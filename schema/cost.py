@@ -82,6 +82,7 @@ from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, MAX_TOPICS
 # several calls (storage.model.items says how many a call holds at most).
 from storage.model.items import ITEMS_PER_RESPONSE
 from storage.model.problems import PROBLEMS_MAX
+from storage.model.tagging import MATCHES_PER_TOPIC
 from storage.model.topics import TOPICS_MAX
 from storage.reads.facet_summaries import SUMMARY_VALUES_MAX
 from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
@@ -195,6 +196,24 @@ def _filtered(args: Mapping[str, Any], facets: object) -> bool:
     return values > 1 or bool(facets.get("excludeIncentivized")) or bool(args.get("verifiedOnly"))
 
 
+def _group_comments(args: Args, lengths: Lengths) -> FieldCost:
+    """A group's listing: its entries, always (a facet listing over its ``*`` value), and
+    the narrowed product's group read when ``facets.productId`` is given."""
+    facets = None if args is None else args.get("facets")
+    as_facets = {**(args or {}), "facets": facets or {"group": True}}
+    cost = _comments(None if args is None else as_facets, lengths)
+    narrowed = args is None or (isinstance(facets, Mapping) and facets.get("productId"))
+    return FieldCost(cost.points + bool(narrowed), cost.items, cost.lengths)
+
+
+def _members(args: Args, _: Lengths) -> FieldCost:
+    size = PAGE_SIZE_MAX
+    if args is not None:
+        with suppress(BadUserInput):
+            size = page_size(args.get("first"), args.get("after"))
+    return FieldCost(2, 1, Lengths(size, 0))
+
+
 def _topics(args: Args, _: Lengths) -> FieldCost:
     first = None if args is None else args.get("first")
     shown = TOPICS_MAX if not isinstance(first, int) else max(0, min(first, TOPICS_MAX))
@@ -251,13 +270,41 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Product", "stats"): _calls(1),
     ("Product", "lastCommentedAt"): _calls(1),
     ("Product", "comments"): _comments,
-    ("Product", "attributeDefinitions"): lambda _a, _l: FieldCost(1, ATTRIBUTES_MAX),
-    # The scope's answer counters (one Query) and its definitions for the display order.
-    ("Product", "attributeSummary"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
+    # The product's group (whose definitions a grouped product's are), then them.
+    ("Product", "attributeDefinitions"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
+    # The scope's answer counters (one Query), the product's group and the definitions
+    # for the display order.
+    ("Product", "attributeSummary"): lambda _a, _l: FieldCost(3, ATTRIBUTES_MAX),
+    ("Product", "group"): _calls(1),
+    # The product's group, then its definitions' item.
+    ("Product", "attributeDefinitionsRevision"): _calls(2),
+    ("ProductGroup", "attributeDefinitionsRevision"): _calls(1),
+    ("Query", "topicTaxonomy"): _calls(1),
+    ("TopicTaxonomy", "topics"): _length(lambda _: TOPICS_MAX),
+    # The group's membership (a product), the definitions read and written, the rate.
+    ("Mutation", "setAttributeDefinitions"): _calls(MUTATION_STORAGE_CALLS),
+    ("Mutation", "setTopicTaxonomy"): _calls(MUTATION_STORAGE_CALLS),
+    # The move's own calls go to the application's table, bounded by time (MOVE_SECONDS).
+    ("Mutation", "setProductGroup"): _calls(MUTATION_STORAGE_CALLS),
+    ("SetAttributeDefinitionsPayload", "definitions"): _length(lambda _: ATTRIBUTES_MAX),
+    ("SetAttributeDefinitionsPayload", "userErrors"): _length(lambda _: PROBLEMS_MAX + 3),
+    ("SetTopicTaxonomyPayload", "userErrors"): _length(lambda _: 1),
+    ("SetProductGroupPayload", "userErrors"): _length(lambda _: 2),
+    ("Query", "productGroup"): _calls(1),
+    # A page of members (one Query) and the group's count, read together.
+    ("ProductGroup", "products"): _members,
+    ("ProductGroup", "stats"): _calls(1),
+    ("ProductGroup", "comments"): _group_comments,
+    ("ProductGroup", "attributeDefinitions"): lambda _a, _l: FieldCost(1, ATTRIBUTES_MAX),
+    ("ProductGroup", "attributeSummary"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
+    ("ProductGroup", "topics"): _topics,
+    ("ProductConnection", "edges"): _length(lambda lengths: lengths.page),
+    ("ProductConnection", "nodes"): _length(lambda lengths: lengths.page),
     ("Product", "topics"): _topics,
     ("AttributeDefinition", "values"): _length(lambda _: VALUES_MAX),
     ("Comment", "attributes"): _length(lambda _: MAX_ATTRIBUTE_ANSWERS),
     ("Comment", "topics"): _length(lambda _: MAX_TOPICS),
+    ("Comment", "topicMatches"): _length(lambda _: MAX_TOPICS * MATCHES_PER_TOPIC),
     ("AttributeDistribution", "values"): _length(lambda _: SUMMARY_VALUES_MAX),
     ("Query", "moderationQueue"): _partition,
     ("Viewer", "comments"): _partition,

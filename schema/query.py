@@ -10,11 +10,14 @@ from strawberry import relay
 
 from resolvers.comments import reads as comment_reads
 from resolvers.comments.visibility import reader
-from resolvers.products import stats
+from resolvers.facets import summaries
+from resolvers.products import groups, stats
 from schema.comments.connection import CommentConnection
 from schema.comments.types import Comment
 from schema.context import Info
+from schema.facets.types import TopicTaxonomy
 from schema.products import leaderboard
+from schema.products.groups import ProductGroup
 from schema.products.leaderboard import ProductRanking
 from schema.products.types import Product
 from schema.relay import decode_global_id
@@ -24,10 +27,13 @@ from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from storage.reads.leaders import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
 
 
-async def resolve_node(info: Info, value: str) -> Product | Comment | None:
+async def resolve_node(info: Info, value: str) -> Product | ProductGroup | Comment | None:
     type_name, node_id = decode_global_id(value)
     if type_name == "Product":
         return Product.of(rules.validate_product_id(node_id))
+    if type_name == "ProductGroup":
+        gid = groups.group_id(node_id)
+        return ProductGroup.of(gid) if await groups.exists(info.context, gid) else None
     if type_name == "Comment":
         found = await comment_reads.comment(info.context, node_id)
         return None if found is None else Comment.of(found)
@@ -48,7 +54,9 @@ class Query:
         # One awaitable per id, awaited by the executor item by item: an invalid id or a
         # failed read nulls its own entry, with an error whose path ends in its index,
         # instead of failing the whole (non-null) list and with it the response.
-        items: list[Awaitable[Product | Comment | None]] = [resolve_node(info, i) for i in ids]
+        items: list[Awaitable[Product | ProductGroup | Comment | None]] = [
+            resolve_node(info, i) for i in ids
+        ]
         return cast(list[relay.Node | None], items)
 
     @strawberry.field(
@@ -57,6 +65,21 @@ class Query:
     )
     def product(self, product_id: strawberry.ID) -> Product | None:
         return Product.of(stats.product_id(product_id))
+
+    @strawberry.field(
+        description="A group of products (variants that share their reviews) by the shop's "
+        "own identifier; null when no product has ever been in it."
+    )
+    async def product_group(self, info: Info, group_id: strawberry.ID) -> ProductGroup | None:
+        gid = groups.group_id(group_id)
+        return ProductGroup.of(gid) if await groups.exists(info.context, gid) else None
+
+    @strawberry.field(
+        description="The shop's topic taxonomy: its topics' keys and labels, and the "
+        "revision setTopicTaxonomy changes from."
+    )
+    async def topic_taxonomy(self, info: Info) -> TopicTaxonomy | None:
+        return TopicTaxonomy.of(await summaries.taxonomy(info.context))
 
     @strawberry.field(description="A comment by its own identifier; null when it does not exist.")
     async def comment(self, info: Info, comment_id: strawberry.ID) -> Comment | None:

@@ -101,7 +101,7 @@ def oracle(
         c
         for c in comments
         if c.status is Status.PUBLISHED
-        and c.product_id == listing.product_id
+        and (c.group_id if listing.of_group else c.product_id) == listing.product_id
         and (listing.language is None or c.language == listing.language)
         and (listing.ratings is None or c.rating in listing.ratings)
         and (c.verified or not listing.verified_only)

@@ -12,6 +12,7 @@ from resolvers.errors import BadUserInput, Forbidden, QueryTooComplex, Unauthent
 from resolvers.facets.filters import NONE as NO_FACETS
 from resolvers.facets.filters import Facets
 from resolvers.pages import page_request
+from resolvers.products import groups
 from resolvers.products.stats import counts
 from storage.model import rules
 from storage.model.comments import Comment, Direction, ListingFilter, Order, PageRequest
@@ -57,11 +58,16 @@ async def comments(
     verified_only: bool = False,
     order: Order = Order.NEWEST,
     facets: Facets = NO_FACETS,
+    of_group: bool = False,
 ) -> Listing:
-    """One page of a product's published comments in ``order``; totals and plan come from
-    the same stats read (the verified counters for ``verified_only``), or from the facet
-    counters of a facet listing."""
-    if facets.product_id is not None and facets.product_id != pid:
+    """One page of a product's published comments in ``order`` (or a group's: ``of_group``
+    and ``pid`` is the group's id); totals and plan come from the same stats read (the
+    verified counters for ``verified_only``), or from the facet counters of a facet
+    listing. A group's listing narrowed to one of its products (``facets.productId``) is
+    that product's own listing."""
+    if of_group and facets.product_id is not None:
+        pid, of_group = await groups.narrowed(ctx, pid, facets.product_id), False
+    elif facets.product_id is not None and facets.product_id != pid:
         raise BadUserInput(
             "facets.productId narrows a group's listing; on a product's own listing it may "
             "only name that product"
@@ -73,6 +79,7 @@ async def comments(
         verified_only,
         facets.values,
         facets.exclude_incentivized,
+        of_group,
     )
     ordering = Ordering.of(order)
     request = page_request(first, after, last, before, ordering=ordering)

@@ -1,4 +1,5 @@
-"""A product's attribute definitions, and the summaries of its comments' answers and topics."""
+"""Attribute definitions, and the summaries of comments' answers and topics, of a product's
+own comments or of a group's (a ``Scope``)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,41 @@ from storage.reads.facet_summaries import (
     scope_counters,
     topic_mentions,
 )
-from storage.writes.facet_settings import read_definitions, read_taxonomy
+from storage.reads.groups import product_group
+from storage.writes.facet_settings import StoredTaxonomy, read_definitions, read_taxonomy
 
 
-def scope_of(pid: str) -> Scope:
-    """Where a product's answers and topics are counted and its definitions kept: its own
-    scope (a grouped product's definitions will be its group's)."""
+def product_scope(pid: str) -> Scope:
+    """Where a product's own answers and topics are counted."""
     return Scope.product(rules.validate_product_id(pid))
 
 
-async def definitions(ctx: Context, pid: str) -> DefinitionSet:
-    """The attributes the shop asks reviewers of the product, in display order."""
-    stored = await ctx.storage(read_definitions(ctx.table, scope_of(pid)))
+def group_scope(gid: str) -> Scope:
+    return Scope.group(rules.validate_product_id(gid))
+
+
+async def defining(ctx: Context, pid: str) -> Scope:
+    """Where the attributes the product's reviewers answer are defined: its group's scope
+    when it has one, else its own."""
+    group = await ctx.storage(product_group(ctx.table, rules.validate_product_id(pid)))
+    return product_scope(pid) if group is None else group_scope(group)
+
+
+async def definitions(ctx: Context, scope: Scope) -> DefinitionSet:
+    """The attributes defined for a scope, in display order."""
+    stored = await ctx.storage(read_definitions(ctx.table, scope))
     return stored.definitions
+
+
+async def definitions_revision(ctx: Context, scope: Scope) -> int:
+    """The revision a change of the scope's definitions is made from (0: never set)."""
+    stored = await ctx.storage(read_definitions(ctx.table, scope))
+    return stored.revision
+
+
+async def taxonomy(ctx: Context) -> StoredTaxonomy:
+    """The shop's topic taxonomy as stored (revision 0 and none: never set)."""
+    return await ctx.storage(read_taxonomy(ctx.table))
 
 
 def _ratings(ratings: list[int] | None) -> frozenset[int] | None:
@@ -39,20 +62,22 @@ def _ratings(ratings: list[int] | None) -> frozenset[int] | None:
 
 async def attribute_summary(
     ctx: Context,
-    pid: str,
+    scope: Scope,
     *,
     language: str | None,
     ratings: list[int] | None,
     verified_only: bool,
+    defined_in: Scope | None = None,
 ) -> list[AttributeDistribution]:
-    """Exact distributions of the answers, in the definitions' order: every defined value
-    (zero when no comment gave it), then answers whose value or attribute is retired."""
+    """Exact distributions of the answers counted in ``scope``, in the order of the
+    definitions of ``defined_in`` (the scope's own by default; a grouped product's are its
+    group's): every defined value (zero when no comment gave it), then values no longer
+    defined that comments still hold."""
     lang = None if language is None else rules.validate_language(language)
     asked = _ratings(ratings)
-    scope = scope_of(pid)
     counters, stored = await asyncio.gather(
         ctx.storage(scope_counters(ctx.table, scope, FacetKind.ATTRIBUTE)),
-        ctx.storage(read_definitions(ctx.table, scope)),
+        ctx.storage(read_definitions(ctx.table, defined_in or scope)),
     )
     found = attribute_distributions(
         counters, language=lang, ratings=asked, verified_only=verified_only
@@ -91,7 +116,7 @@ class Mention:
 
 async def topics(
     ctx: Context,
-    pid: str,
+    scope: Scope,
     *,
     language: str | None,
     ratings: list[int] | None,
@@ -102,7 +127,7 @@ async def topics(
     lang = None if language is None else rules.validate_language(language)
     asked = _ratings(ratings)
     counters, stored = await asyncio.gather(
-        ctx.storage(scope_counters(ctx.table, scope_of(pid), FacetKind.TOPIC)),
+        ctx.storage(scope_counters(ctx.table, scope, FacetKind.TOPIC)),
         ctx.storage(read_taxonomy(ctx.table)),
     )
     found = topic_mentions(

@@ -11,7 +11,7 @@ from resolvers.comments import reads as comment_reads
 from resolvers.errors import BadUserInput
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
-from resolvers.products import stats
+from resolvers.products import groups, stats
 from schema.comments.orders import CommentOrder
 from schema.context import Info
 from schema.scalars import DateTime
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         CommentFacets,
         TopicMention,
     )
+    from schema.products.groups import ProductGroup
 
 
 @strawberry.type(description="How many comments carry one rating.")
@@ -117,6 +118,18 @@ class Product(relay.Node):
         return CommentConnection.from_listing(page)
 
     @strawberry.field(
+        description="The group of products (variants) this product belongs to; null when it "
+        "belongs to none."
+    )
+    async def group(
+        self, info: Info
+    ) -> Annotated[ProductGroup, strawberry.lazy("schema.products.groups")] | None:
+        from schema.products.groups import ProductGroup
+
+        found = await groups.group_of(info.context, self.product_id)
+        return None if found is None else ProductGroup.of(found)
+
+    @strawberry.field(
         description="The attributes the shop asks reviewers of this product (its group's, "
         "when it has one), in display order; null when they could not be read."
     )
@@ -125,8 +138,19 @@ class Product(relay.Node):
     ) -> list[Annotated[AttributeDefinition, strawberry.lazy("schema.facets.types")]] | None:
         from schema.facets.types import AttributeDefinition
 
-        defined = await summaries.definitions(info.context, self.product_id)
+        ctx = info.context
+        defined = await summaries.definitions(ctx, await summaries.defining(ctx, self.product_id))
         return [AttributeDefinition.of(d) for d in defined]
+
+    @strawberry.field(
+        description="The revision of the definitions attributeDefinitions shows (0: none set "
+        "yet), which setAttributeDefinitions changes from."
+    )
+    async def attribute_definitions_revision(self, info: Info) -> int:
+        ctx = info.context
+        return await summaries.definitions_revision(
+            ctx, await summaries.defining(ctx, self.product_id)
+        )
 
     @strawberry.field(
         description="How the product's published comments answered each attribute: exact "
@@ -142,12 +166,14 @@ class Product(relay.Node):
     ) -> list[Annotated[AttributeDistribution, strawberry.lazy("schema.facets.types")]] | None:
         from schema.facets.types import AttributeDistribution
 
+        ctx = info.context
         found = await summaries.attribute_summary(
-            info.context,
-            self.product_id,
+            ctx,
+            summaries.product_scope(self.product_id),
             language=language,
             ratings=ratings,
             verified_only=verified_only,
+            defined_in=await summaries.defining(ctx, self.product_id),
         )
         return [AttributeDistribution.of(d) for d in found]
 
@@ -171,7 +197,7 @@ class Product(relay.Node):
             raise BadUserInput("first must not be negative")
         found = await summaries.topics(
             info.context,
-            self.product_id,
+            summaries.product_scope(self.product_id),
             language=language,
             ratings=ratings,
             verified_only=verified_only,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from storage.base.errors import InvalidFacet, InvalidPageRequest
 from storage.model import keys, rules
-from storage.model.facets import MAX_FACET_VALUES, FacetKind, FacetValue
+from storage.model.facets import MAX_FACET_VALUES, FacetKind, FacetValue, Scope
 from storage.model.rules import (
     AUTHOR_MAX,
     _check_token,
@@ -298,8 +298,9 @@ class PageRequest:
 
 @dataclass(frozen=True, slots=True)
 class ListingFilter:
-    """Which comments of a product to list: an optional language and rating subset, and
-    whether only verified purchases."""
+    """Which comments of a product (or of a group: ``of_group``, and ``product_id`` is the
+    group's id) to list: an optional language and rating subset, whether only verified
+    purchases, facet values, and whether incentivized reviews are left out."""
 
     product_id: str
     language: str | None = None
@@ -309,6 +310,9 @@ class ListingFilter:
     facets: frozenset[FacetValue] = frozenset()
     # Leave out comments written in exchange for something.
     exclude_incentivized: bool = False
+    # The listing of the group whose id ``product_id`` holds: every variant's comments
+    # counted in it (its facet value ``*`` and its other values in the group's scope).
+    of_group: bool = False
 
     def __post_init__(self) -> None:
         rules.validate_product_id(self.product_id)
@@ -322,8 +326,16 @@ class ListingFilter:
 
     @property
     def faceted(self) -> bool:
-        """Whether the listing is more than the product's own partitions give."""
-        return bool(self.facets) or self.exclude_incentivized
+        """Whether the listing is more than the product's own partitions give (a group's
+        listing always is: its comments are the group's entries)."""
+        return bool(self.facets) or self.exclude_incentivized or self.of_group
+
+    @property
+    def scope(self) -> Scope:
+        """Where its comments are counted: the product's scope, or the group's."""
+        if self.of_group:
+            return Scope.group(self.product_id)
+        return Scope.product(self.product_id)
 
 
 def check_facets(facets: frozenset[FacetValue]) -> None:

@@ -16,9 +16,12 @@ from dataclasses import dataclass, field
 from storage.base.types import Item
 from storage.model import rules
 from storage.model.comments import ListingFilter, RatingCounts
-from storage.model.facets import COUNT_KINDS, FacetValue, Scope, counter_attr
+from storage.model.facets import COUNT_KINDS, FacetKind, FacetValue, Scope, counter_attr
 
 Counts = tuple[int, int, int, int, int]  # ratings 1..5
+# A group's own listing: every comment counted in the group (its counter item is the
+# group's stats).
+GROUP_LISTING = FacetValue(FacetKind.GROUP_ALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +110,11 @@ class FacetListingCounts:
     incentivized: FacetCounts
 
     def primary(self, listing: ListingFilter) -> FacetValue | None:
-        """The value whose entries are read: the fewest matching comments, then by token."""
+        """The value whose entries are read: the fewest matching comments, then by token;
+        a group's own listing (``*``) when a group's listing has no other value; None for
+        a product's listing without values (its own partitions are read)."""
         if not listing.facets:
-            return None
+            return GROUP_LISTING if listing.of_group else None
         return min(listing.facets, key=lambda v: (sum(self._matching(listing, v)), v.token))
 
     def held(self, listing: ListingFilter) -> Counts:

@@ -85,6 +85,12 @@ LAYOUT_STEPS = (
         "the six helpful twins (the most helpful order, sort key HSK) and the stream",
         backfill="helpful keys",
     ),
+    LayoutStep(
+        4,
+        "the two facet indexes (facetByRating, facetByLangAndRating): every transition "
+        "moves a comment's facet entries and counters, its group and its topic tags, which "
+        "a process of an older layout would leave behind",
+    ),
 )
 CODE_LAYOUT = LAYOUT_STEPS[-1].version
 

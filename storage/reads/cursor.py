@@ -16,9 +16,10 @@ import base64
 import binascii
 import enum
 
-from storage.base.errors import InvalidCursor
+from storage.base.errors import InvalidCursor, InvalidInput
 from storage.model import keys
 from storage.model.comments import Comment, Order
+from storage.model.rules import validate_product_id
 
 VERSION = "c2"
 _LEGACY = "c1"
@@ -35,6 +36,7 @@ class Ordering(enum.Enum):
     MOST_HELPFUL = "m"  # positions: HSK
     AUTHOR = "a"  # the viewer's own comments
     QUEUE = "q"  # the moderation queue, by submission time
+    MEMBERS = "p"  # a group's products, by product id
 
     @classmethod
     def of(cls, order: Order) -> Ordering:
@@ -47,6 +49,11 @@ class Ordering(enum.Enum):
             return position
         if self is Ordering.MOST_HELPFUL:
             return keys.validate_helpful_position(position)
+        if self is Ordering.MEMBERS:
+            try:
+                return validate_product_id(position)
+            except InvalidInput as exc:
+                raise InvalidCursor("cursor is not valid") from exc
         return keys.validate_sort_key(position)
 
 

@@ -37,7 +37,7 @@ from storage.base.errors import InvalidFacet
 from storage.model import keys, rules
 from storage.model.comments import Direction, ListingFilter, Order, PageRequest
 from storage.model.facet_counts import Counts, FacetListingCounts
-from storage.model.facets import FacetValue, Scope
+from storage.model.facets import FacetValue
 from storage.model.indexes import Index
 from storage.reads.planner import (
     DEFAULT_TUNING,
@@ -75,7 +75,7 @@ def plan_facet_listing(
     if order is Order.MOST_HELPFUL:
         raise InvalidFacet("facet listings are not offered in the most helpful order")
     primary = counts.primary(listing)
-    scope = Scope.product(listing.product_id) if primary is not None else None
+    scope = listing.scope if primary is not None else None
     others = tuple(sorted(listing.facets - {primary} if primary else (), key=lambda v: v.token))
     # What the primary's (or the product's) partitions cannot tell apart is filtered.
     filtered = (
@@ -164,8 +164,8 @@ def _filtered_scan(
     """One read of the product's own listing filtered on everything (ratings, verified,
     every value, incentivized); None when the product has nothing to read."""
     everything = counts.scope.total
-    if everything == 0 or expected <= 0:
-        return None
+    if everything == 0 or expected <= 0 or listing.of_group:
+        return None  # a group has no listing of its own but its entries
     fraction = min(1.0, expected / everything)
     pid, lang = listing.product_id, listing.language
     index = Index.ALL if lang is None else Index.BY_LANG

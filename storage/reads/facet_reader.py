@@ -18,7 +18,7 @@ from storage.engine.batch import get_together
 from storage.engine.table import TableRef
 from storage.model import rules
 from storage.model.comments import ListingFilter, Order, PageRequest
-from storage.model.facet_counts import FacetCounts, FacetListingCounts
+from storage.model.facet_counts import GROUP_LISTING, FacetCounts, FacetListingCounts
 from storage.model.facets import FacetKind, FacetValue, Scope, counter_sk
 from storage.model.indexes import Index
 from storage.model.items import ITEMS_PER_RESPONSE
@@ -45,25 +45,37 @@ def counter_key(scope: Scope, value: FacetValue) -> Item:
 
 
 async def facet_listing_counts(table: TableRef, listing: ListingFilter) -> FacetListingCounts:
-    """The counters of a facet listing, as of one moment (only its language's numbers)."""
-    scope = Scope.product(listing.product_id)
+    """The counters of a facet listing, as of one moment (only its language's numbers): a
+    product's stats item and incentivized counter item, or a group's listing counter item
+    (its stats), and each of the listing's values' counter items."""
+    scope = listing.scope
     values = sorted(listing.facets, key=lambda v: v.token)
-    wanted = [
-        stats_key(listing.product_id, listing.language),
-        counter_key(scope, INCENTIVIZED),
-        *(counter_key(scope, v) for v in values),
-    ]
-    stats, incentivized, *found = await get_together(table, wanted)
     lang = listing.language
+    if listing.of_group:
+        own = [counter_key(scope, GROUP_LISTING)]
+    else:
+        own = [stats_key(listing.product_id, lang), counter_key(scope, INCENTIVIZED)]
+    found = await get_together(table, [*own, *(counter_key(scope, v) for v in values)])
+    mine, theirs = found[: len(own)], found[len(own) :]
 
     def counts(value: FacetValue, item: Item | None) -> FacetCounts:
         return FacetCounts.of_item(scope, value, item).of_language(lang)
 
-    fresh = FacetListingCounts(
-        scope=item_to_counts(listing.product_id, lang, stats),
-        values={v: counts(v, item) for v, item in zip(values, found, strict=True)},
-        incentivized=counts(INCENTIVIZED, incentivized),
-    )
+    by_value = {v: counts(v, item) for v, item in zip(values, theirs, strict=True)}
+    if listing.of_group:
+        group = counts(GROUP_LISTING, mine[0])
+        by_value[GROUP_LISTING] = group
+        fresh = FacetListingCounts(
+            scope=group.as_rating_counts(listing.product_id, lang),
+            values=by_value,
+            incentivized=FacetCounts(scope, INCENTIVIZED),  # never read: a group has ``*``
+        )
+    else:
+        fresh = FacetListingCounts(
+            scope=item_to_counts(listing.product_id, lang, mine[0]),
+            values=by_value,
+            incentivized=counts(INCENTIVIZED, mine[1]),
+        )
     table.memory(PlanMemory).remember_facet_counts(listing, fresh)
     return fresh
 
@@ -127,7 +139,7 @@ def count_plan(listing: ListingFilter, counts: FacetListingCounts) -> Plan:
         empty_plan(listing, PageRequest(0), want=0),
         strategy=Strategy.FAN_OUT,
         facet=primary,
-        scope=Scope.product(listing.product_id),
+        scope=listing.scope,
         filter_facets=others,
         exclude_incentivized=listing.exclude_incentivized,
         verified_only=listing.verified_only,

@@ -23,12 +23,17 @@ from storage.engine.table import TableRef
 from storage.model.attributes import Answer, DefinitionSet, validate_answers
 from storage.model.facets import FacetKind, FacetValue, Scope
 from storage.writes.facet_settings import read_definitions
+from storage.writes.membership import membership_for_write
 from storage.writes.transaction import CallBudget
 
 
 async def definitions_scope(table: TableRef, product_id: str) -> Scope:
-    """The scope whose definitions the product's reviewers answer: the product's own (a
-    grouped product's will be its group's)."""
+    """The scope whose definitions the product's reviewers answer: its group's when it has
+    one (as this process last saw its membership: a product that moved since answers the
+    definitions it had a moment ago, which stay valid answers), else its own."""
+    membership = await membership_for_write(table, product_id)
+    if membership.group_id is not None:
+        return Scope.group(membership.group_id)
     return Scope.product(product_id)
 
 

@@ -12,9 +12,11 @@ import pytest
 from resolvers.auth import mint
 from storage.engine.table import TableRef
 from storage.model.attributes import parse_definitions
-from storage.model.comments import Comment, ListingFilter, NewComment, Order
+from storage.model.comments import Comment, ListingFilter, NewComment, Order, PageRequest
 from storage.model.facets import FacetValue, Scope
 from storage.model.topics import Taxonomy
+from storage.ops.group_move import move_product
+from storage.reads.reader import list_comments
 from storage.writes import create_comment
 from storage.writes.facet_settings import save_definitions, save_taxonomy
 from tests.api_helpers import SECRET, Api, running_api
@@ -316,6 +318,14 @@ async def test_answers_are_checked_stored_and_replaced_and_topics_tagged(
     assert comment["topics"] == ["battery"]  # "Akku" is a German word of the topic
     assert comment["incentivized"] is False
     cid = comment["commentId"]
+    why = "query($c: ID!) { comment(commentId: $c) { topicMatches { topic word field text } } }"
+    moderator = mint(SECRET, "mod", roles=["moderator"])
+    seen = await api.data(why, {"c": cid}, moderator)
+    assert seen["comment"]["topicMatches"] == [
+        {"topic": "battery", "word": "Akku", "field": "body", "text": "Akku"}
+    ]
+    hidden = await api.data(why, {"c": cid}, author)
+    assert hidden["comment"]["topicMatches"] is None
 
     kept = await api.data(UPDATE, {"i": {"id": cid, "rating": 4}}, author)
     assert kept["updateComment"]["comment"]["attributes"] == [{"key": "fit", "value": "small"}]
@@ -341,3 +351,75 @@ async def test_incentivized_is_the_authors_word_or_the_campaigns(
     other = mint(SECRET, "tester2", incentivized=["another-product"])
     plain = await api.data(CREATE, {"i": _new()}, other)
     assert plain["createComment"]["comment"]["incentivized"] is False
+
+
+GROUP = """query($g: ID!, $f: CommentFacets, $n: Int = 50, $after: String) {
+  productGroup(groupId: $g) {
+    id groupId
+    products(first: 1, after: $after) {
+      totalCount nodes { productId } pageInfo { hasNextPage endCursor }
+    }
+    stats { total histogram { rating count } }
+    comments(facets: $f, first: $n) {
+      totalCount nodes { commentId productId }
+      plan { explain }
+    }
+    topics { topic count }
+  }
+}"""
+
+
+async def test_a_group_lists_counts_and_summarises_all_its_products(
+    shop: tuple[Api, list[Comment]], own: TableRef
+) -> None:
+    api, _ = shop
+    group, variant = "g-facets-api", "p-facets-api-blue"
+    extra = [
+        (
+            await create_comment(
+                own,
+                NewComment(variant, "en", 4, f"blue {n}", f"blue-{n}", facets=frozenset({BATTERY})),
+                backoff=FAST,
+            )
+        ).comment
+        for n in range(3)
+    ]
+    for pid in (PID, variant):
+        await move_product(own, pid, group)
+    everything = [c for pid in (PID, variant) for c in await _published(own, pid)]
+    data = (await api.data(GROUP, {"g": group}))["productGroup"]
+    assert data["groupId"] == group
+    assert data["products"]["totalCount"] == 2
+    assert [p["productId"] for p in data["products"]["nodes"]] == [PID]
+    rest = await api.data(GROUP, {"g": group, "after": data["products"]["pageInfo"]["endCursor"]})
+    assert [p["productId"] for p in rest["productGroup"]["products"]["nodes"]] == [variant]
+    assert not rest["productGroup"]["products"]["pageInfo"]["hasNextPage"]
+    assert data["stats"]["total"] == len(everything)
+    listed = data["comments"]["nodes"]
+    assert {n["commentId"] for n in listed} == {c.comment_id for c in everything}
+    assert data["comments"]["totalCount"] == len(everything)
+    assert f"scope=G:{group}" in data["comments"]["plan"]["explain"]
+    battery = sum(1 for c in everything if BATTERY in c.facets)
+    assert {t["topic"]: t["count"] for t in data["topics"]} == {"battery": battery}
+    # Narrowed to one variant: that product's own comments.
+    blue = await api.data(GROUP, {"g": group, "f": {"productId": variant}})
+    nodes = blue["productGroup"]["comments"]["nodes"]
+    assert {n["commentId"] for n in nodes} == {c.comment_id for c in extra}
+    outside = await api.gql(GROUP, {"g": group, "f": {"productId": "not-in-it"}})
+    assert outside["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    # A product shows its group; a group that never had products is null.
+    mine = await api.data(GROUP_OF, {"p": variant})
+    assert mine["product"]["group"] == {"groupId": group}
+    none = await api.data('{ productGroup(groupId: "no-such-group") { groupId } }')
+    assert none["productGroup"] is None
+    node = await api.data(NODE, {"id": data["id"]})
+    assert node["node"] == {"id": data["id"]}
+
+
+GROUP_OF = "query($p: ID!) { product(productId: $p) { group { groupId } } }"
+NODE = "query($id: ID!) { node(id: $id) { id } }"
+
+
+async def _published(table: TableRef, pid: str) -> list[Comment]:
+    page = await list_comments(table, ListingFilter(pid), PageRequest(100))
+    return list(page.comments)

@@ -15,13 +15,12 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from storage.base.expressions import Attr, query_request
 from storage.base.types import Item
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.attributes import parse_definitions
 from storage.model.comments import Comment, Direction, ListingFilter, Order, Status
-from storage.model.facets import FacetKind, FacetValue, Scope
+from storage.model.facets import FacetKind, FacetValue, Scope, ScopeKind
 from storage.model.groups import (
     COUNT_ATTR,
     GROUP_ATTR,
@@ -29,7 +28,7 @@ from storage.model.groups import (
     MEMBERSHIP_SK,
     MOVING_ATTR,
 )
-from storage.model.indexes import SORT_KEY, Index
+from storage.model.indexes import SORT_KEY
 from storage.model.items import is_comment_item, is_entry_item, item_to_comment
 from storage.model.topics import TOPICS_MAX, Taxonomy
 from storage.ops.group_move import move_product
@@ -120,10 +119,11 @@ FLAGS = ((False, False), (True, False), (False, True), (True, True))
 
 
 async def build_world(table: TableRef) -> None:
-    """Each product's definitions, the shop's taxonomy, and the starting memberships."""
+    """Each product's and each group's definitions (the same questions: a product answers
+    its group's), the shop's taxonomy, and the starting memberships."""
     definitions = parse_definitions(DEFINITIONS)
-    for pid in PRODUCTS:
-        await save_definitions(table, Scope.product(pid), definitions, revision=0)
+    for scope in [*map(Scope.product, PRODUCTS), *map(Scope.group, GROUPS)]:
+        await save_definitions(table, scope, definitions, revision=0)
     stored = await read_taxonomy(table, consistent=True)
     await save_taxonomy(table, Taxonomy.from_document(TAXONOMY), revision=stored.revision)
     for pid, group in START.items():
@@ -253,8 +253,8 @@ def check_items(found: Scanned, imported: set[str]) -> None:
         if c.status is Status.PUBLISHED:
             group, moving = found.memberships.get(c.product_id, (None, False))
             assert not moving, f"{c.product_id}: a move left unfinished"
-            # Imported comments are placed in no group until the product's next move.
-            assert c.group_id == group or (c.group_id is None and c.comment_id in imported), (
+            # Imported ones too: the import places them once it has written them.
+            assert c.group_id == group, (
                 f"{c.comment_id} of {c.product_id} counts in {c.group_id}, not in {group}"
             )
         else:
@@ -318,44 +318,59 @@ async def check_summaries(table: TableRef, comments: dict[str, Comment], scope: 
         assert got_topics == want_topics, (scope.token, language, ratings, verified)
 
 
-def values_of(comments: dict[str, Comment], pid: str) -> list[FacetValue]:
-    """The listable values the product's published comments have, and one more that may
+def values_of(comments: dict[str, Comment], scope: Scope) -> list[FacetValue]:
+    """The listable values the scope's published comments have, and one more that may
     have none."""
-    found = {f for c in in_scope(comments, Scope.product(pid)) for f in c.facets}
+    found = {f for c in in_scope(comments, scope) for f in c.facets}
     return sorted(found | {SMALL}, key=lambda v: v.token)
 
 
-async def check_counts(table: TableRef, comments: dict[str, Comment], pid: str, turn: int) -> None:
-    """Every count a facet listing of the product takes from its counters (one value or
-    none; all languages and one; verified only and without incentivized reviews; some ratings)
-    equals the comments the oracle lists."""
+async def check_counts(
+    table: TableRef, comments: dict[str, Comment], scope: Scope, turn: int
+) -> None:
+    """Every count a facet listing of the product or group takes from its counters (one
+    value or none; all languages and one; verified only and without incentivized reviews;
+    some ratings) equals the comments the oracle lists."""
     everything = list(comments.values())
+    grouped = scope.kind is ScopeKind.GROUP
     for language in (None, LANGUAGES[turn % 2]):
-        for value in [None, *values_of(comments, pid)]:
+        for value in [None, *values_of(comments, scope)]:
             facets = frozenset() if value is None else frozenset({value})
-            counts = await facet_listing_counts(table, ListingFilter(pid, language, facets=facets))
+            asked = ListingFilter(scope.id, language, facets=facets, of_group=grouped)
+            counts = await facet_listing_counts(table, asked)
             for verified, exclude in FLAGS:
                 for ratings in (None, frozenset({4, 5})):
-                    listing = ListingFilter(pid, language, ratings, verified, facets, exclude)
+                    listing = ListingFilter(
+                        scope.id, language, ratings, verified, facets, exclude, grouped
+                    )
                     total = counts.total(listing)
                     assert total == len(oracle(everything, listing)), (listing, total)
 
 
-def listings_of(comments: dict[str, Comment], pid: str, turn: int) -> list[ListingFilter]:
-    """Two facet listings of the product, chosen anew each turn from its values and from
-    four kinds: one value; another, of a language, without incentivized reviews (verified
-    only every third turn); two values of some ratings; the product's own without
-    incentivized reviews."""
-    values = values_of(comments, pid)
+def listings_of(
+    comments: dict[str, Comment], scope: Scope, turn: int, position: int
+) -> list[ListingFilter]:
+    """Two facet listings of the product or group, chosen anew each turn from its values
+    and from four kinds: one value; another, of a language, without incentivized reviews
+    (verified only every third turn); two values of some ratings; the scope's own
+    without incentivized reviews (a group's: all of it)."""
+    values = values_of(comments, scope)
     one = values[turn % len(values)]
     other = values[(turn + 1) % len(values)]
+    grouped = scope.kind is ScopeKind.GROUP
+    sid = scope.id
     kinds = [
-        ListingFilter(pid, facets=frozenset({one})),
-        ListingFilter(pid, LANGUAGES[turn % 2], None, turn % 3 == 0, frozenset({other}), True),
-        ListingFilter(pid, None, frozenset({1, 2, 5}), False, frozenset({one, other}), False),
-        ListingFilter(pid, exclude_incentivized=True),
+        ListingFilter(sid, facets=frozenset({one}), of_group=grouped),
+        ListingFilter(
+            sid, LANGUAGES[turn % 2], None, turn % 3 == 0, frozenset({other}), True, grouped
+        ),
+        ListingFilter(
+            sid, None, frozenset({1, 2, 5}), False, frozenset({one, other}), False, grouped
+        ),
+        ListingFilter(sid, exclude_incentivized=not grouped, of_group=grouped),
     ]
-    return [kinds[(turn + PRODUCTS.index(pid)) % 4], kinds[(turn + PRODUCTS.index(pid) + 2) % 4]]
+    shift = turn + position  # the scopes of one turn take different kinds
+    return [kinds[shift % 4], kinds[(shift + 2) % 4]]
 
 
 async def check_listing(
@@ -371,48 +386,6 @@ async def check_listing(
             )
 
 
-async def group_partition(
-    table: TableRef, group: str, token: str, rating: int, language: str | None
-) -> list[str]:
-    """The comment ids of one of a group's facet partitions, newest first (the index)."""
-    index = Index.FACET_BY_RATING if language is None else Index.FACET_BY_LANG_AND_RATING
-    middle = token if language is None else f"{token}#{language}"
-    params = query_request(
-        table.name,
-        index=index.value,
-        key=Attr(index.partition_attr).eq(f"F#G:{group}#{middle}#{rating}"),
-        forward=False,
-        limit=100,
-    )
-    found: list[str] = []
-    while True:
-        page = await table.client.query(**params)
-        found += [i["PK"]["S"].removeprefix(keys.COMMENT_PREFIX) for i in page.get("Items", [])]
-        if "LastEvaluatedKey" not in page:
-            return found
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-async def check_group_listings(table: TableRef, found: Scanned, group: str, turn: int) -> None:
-    """A group's own listing (``*``) and one more of its values, by rating, with and
-    without a language, read from the indexes, equal brute force newest first."""
-    members = in_scope(found.comments, Scope.group(group))
-    tokens = sorted({f.token for c in members for f in c.facets} | {"t:battery"})
-    for token in ("*", tokens[turn % len(tokens)]):
-        for language in (None, LANGUAGES[turn % 2]):
-            for rating in range(1, 6):
-                chosen = [
-                    c
-                    for c in members
-                    if c.rating == rating
-                    and language in (None, c.language)
-                    and (token == "*" or token in {f.token for f in c.facets})
-                ]
-                chosen.sort(key=lambda c: found.sort_keys[c.comment_id], reverse=True)
-                got = await group_partition(table, group, token, rating, language)
-                assert got == [c.comment_id for c in chosen], (group, token, language, rating)
-
-
 async def check_model(
     table: TableRef, imported: set[str], turn: int = 0, *, with_verify: bool = True
 ) -> Scanned:
@@ -420,13 +393,12 @@ async def check_model(
     with ``with_verify``, ``verify`` finds the table exact). Nothing may write meanwhile."""
     found = await scan(table)
     check_items(found, imported)
-    checks = [check_summaries(table, found.comments, Scope.product(p)) for p in PRODUCTS]
-    checks += [check_summaries(table, found.comments, Scope.group(g)) for g in GROUPS]
-    checks += [check_counts(table, found.comments, p, turn) for p in PRODUCTS]
-    checks += [check_group_listings(table, found, g, turn) for g in GROUPS]
+    scopes = [*map(Scope.product, PRODUCTS), *map(Scope.group, GROUPS)]
+    checks = [check_summaries(table, found.comments, scope) for scope in scopes]
+    checks += [check_counts(table, found.comments, scope, turn) for scope in scopes]
     orders = (Order.NEWEST, Order.LOWEST_RATING if turn % 2 else Order.HIGHEST_RATING)
-    for pid in PRODUCTS:
-        for listing in listings_of(found.comments, pid, turn):
+    for position, scope in enumerate(scopes):
+        for listing in listings_of(found.comments, scope, turn, position):
             checks += [check_listing(table, found.comments, listing, o) for o in orders]
     if with_verify:
         checks.append(_verified(table))
@@ -437,6 +409,7 @@ async def check_model(
 async def _verified(table: TableRef) -> None:
     report = await verify(table)
     assert report.exact, report.describe()
+    assert report.moving == (), f"products not all in their group: {report.moving}"
 
 
 def import_line(

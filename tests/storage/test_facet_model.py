@@ -2,7 +2,7 @@
 listing of every facet equals brute force after every step.
 
 The world (``tests.storage.facet_model``): three products, two of them in group g1, two
-groups, each product asking "fit" and "would you recommend", a taxonomy of three topics
+groups, each product and group asking "fit" and "would you recommend", a taxonomy of three topics
 tagged from the text in English and German, verified and incentivized comments. Each step
 runs several writes at once through two "processes" (table refs with their own memories,
 over one client that cancels overlapping writes of an item as DynamoDB does): creates
@@ -17,10 +17,10 @@ After every step ``check_model`` scans the table and recounts from the comments 
 every counter item of every scope (products and groups) and value (answers, topics, ``*``,
 ``inc``) per language, rating, verified and incentivized; every entry, its keys and what
 it copies (helpful counts once the votes' follow-ups ran); the counts groups hold; where
-each comment counts and how it is tagged. Then, through the reads: each product's facet
-listing counts for every value under every filter, the summaries of every scope under a
-few filters, facet listings in two orders both ways against ``tests.helpers.oracle``, each
-group's index partitions, and ``verify``. ``test_the_model_finds_a_move_left_out`` shows
+each comment counts and how it is tagged. Then, through the reads: each product's and
+group's facet listing counts for every value under every filter, their summaries under a
+few filters, facet listings (a group's own among them) in two orders both ways against
+``tests.helpers.oracle``, and ``verify``. ``test_the_model_finds_a_move_left_out`` shows
 that the check fails when a transition leaves one facet move out.
 
 CI runs a short form (``EXAMPLES``, ``STEPS``); ``FACET_MODEL_EXAMPLES=500`` (and
@@ -82,7 +82,7 @@ from tests.storage.facet_model import (
 
 # The CI form runs the same examples every time; a long run explores new ones.
 LONG = "FACET_MODEL_EXAMPLES" in os.environ
-EXAMPLES = int(os.environ.get("FACET_MODEL_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("FACET_MODEL_EXAMPLES", "4"))
 STEPS = int(os.environ.get("FACET_MODEL_STEPS", "6"))
 # A file each step's writes and their answers are appended to (for reading a long run).
 TRACE = os.environ.get("FACET_MODEL_TRACE")
@@ -287,21 +287,24 @@ class FacetModel(RuleBasedStateMachine):
                 jobs.append((op, self._change(table, cid, op.change, clock)))
         answers = await asyncio.gather(*(job for _, job in jobs), return_exceptions=True)
         outcomes = []
+        cut_short: set[str] = set()  # products an import may have left unplaced
         for (op, _), answer in zip(jobs, answers, strict=True):
             if isinstance(answer, BaseException):
                 if not isinstance(answer, (*REFUSALS, GroupMoveUnfinished)):
                     raise answer
                 outcomes.append(f"{type(op).__name__}: {type(answer).__name__}")
+                if isinstance(op, Import):
+                    cut_short.add(PRODUCTS[op.product])
                 continue
             outcomes.append(f"{type(op).__name__}: done")
             if isinstance(op, Create):
                 assert isinstance(answer, CreateResult)
                 self._made(answer.comment)
-        # A move cut short (contention, or a move of the same product racing it) is
-        # finished, as running the command again does; the model holds only of finished
-        # moves.
+        # A move cut short (contention, or a move of the same product racing it), or an
+        # import's placing of its comments, is finished, as running the command again
+        # does; the model holds only of finished moves.
         for pid in PRODUCTS:
-            if (await read_membership(self.tables[0], pid)).moving:
+            if pid in cut_short or (await read_membership(self.tables[0], pid)).moving:
                 await finish_move(self.tables[0], pid, pause=0.01, backoff=BACKOFF)
         return outcomes
 

@@ -168,7 +168,7 @@ async def test_readiness_says_when_the_table_or_the_code_is_behind(
         await _readiness(server, 503, "run `comments migrate-table`")
         # Caught up: ready again, and writes pass.
         await record(TableLayout.new_table(0.8))
-        await _readiness(server, 200, "layout 3")
+        await _readiness(server, 200, f"layout {CODE_LAYOUT}")
         async with httpx.AsyncClient(timeout=10) as http:
             made = (await http.post(server.graphql_url, json=create, headers=bearer)).json()
         assert made["data"]["createComment"]["comment"]["id"]

@@ -28,7 +28,7 @@ from storage.model import keys
 from storage.model.comments import ListingFilter, NewComment, Order, PageRequest
 from storage.model.indexes import HELPFUL_SORT_KEY
 from storage.model.items import comment_to_item
-from storage.model.layout_version import LAYOUT_VERSION_KEY, TableLayout
+from storage.model.layout_version import CODE_LAYOUT, LAYOUT_VERSION_KEY, TableLayout
 from storage.ops.migrate import CLOCK_MARGIN, migrate, read_heartbeats
 from storage.ops.verify import repair, verify
 from storage.reads.reader import get_counts, list_comments
@@ -79,9 +79,10 @@ async def _old_shape_comment(serving: TableRef, product_id: str, n: int) -> bool
 async def test_a_heartbeat_landing_after_migrate_read_the_heartbeats_lets_an_old_process_write(
     table: TableRef,
 ) -> None:
-    # A table expanded to layout 3 while processes of layout 2 served it (step 1 done).
+    # A table expanded to this code's layout while processes of layout 2 served it (step
+    # 1 done).
     own = await own_table(table, "race_hb")
-    item = TableLayout(3, 2, 2, LEASE, revision=7).to_item()
+    item = TableLayout(CODE_LAYOUT, 2, 2, LEASE, revision=7).to_item()
     await own.client.put_item(TableName=own.name, Item=item)
     pid = own_product_id()
 
@@ -99,7 +100,7 @@ async def test_a_heartbeat_landing_after_migrate_read_the_heartbeats_lets_an_old
     done = await migrate(own, wait_seconds=WAIT, poll_seconds=POLL)
     assert done.complete, done.stopped
     assert done.after is not None
-    assert done.after.data == 3
+    assert done.after.data == CODE_LAYOUT
 
     # The heartbeat lands now (fence seen: 2), and the gate opens for a full lease.
     held.release.set()
@@ -128,7 +129,9 @@ async def test_migrate_waits_for_a_write_sent_just_before_the_lease_ran_out(
     # heartbeat, and migrate-table counts it past the heartbeat's `until`, besides the
     # clock margin: the margin alone (15 s) is less than one call may take (over 21 s).
     own = await own_table(table, "race_window")
-    await own.client.put_item(TableName=own.name, Item=TableLayout(3, 2, 2, LEASE).to_item())
+    await own.client.put_item(
+        TableName=own.name, Item=TableLayout(CODE_LAYOUT, 2, 2, LEASE).to_item()
+    )
     window = ClientSettings().longest_call_seconds
     assert window > CLOCK_MARGIN
     gate = LayoutGate(code=2, enforced=True, write_window=window)
@@ -165,8 +168,9 @@ async def test_a_fenced_process_stays_fenced_when_the_layout_item_disappears(
 ) -> None:
     own = await own_table(table, "race_gone")
     me = ProcessId("p:1", "p")
-    # This code (layout 3) as the old code of a later upgrade: the fence says 4.
-    await own.client.put_item(TableName=own.name, Item=TableLayout(4, 4, 3, LEASE).to_item())
+    # This code as the old code of a later upgrade: the fence says the next layout.
+    later = TableLayout(CODE_LAYOUT + 1, CODE_LAYOUT + 1, CODE_LAYOUT, LEASE)
+    await own.client.put_item(TableName=own.name, Item=later.to_item())
     gate = LayoutGate(enforced=True)
     await check_layout(own, gate, me)
     assert not gate.may_write()
@@ -174,7 +178,7 @@ async def test_a_fenced_process_stays_fenced_when_the_layout_item_disappears(
     await own.client.delete_item(TableName=own.name, Key=LAYOUT_VERSION_KEY)
     await check_layout(own, gate, me)
     assert not gate.may_write(), (
-        f"fenced at writers=4, then no item: the gate opened again ({gate.fit})"
+        f"fenced at writers={CODE_LAYOUT + 1}, then no item: the gate opened again ({gate.fit})"
     )
 
 
@@ -200,7 +204,9 @@ async def test_verify_repairs_the_keys_of_a_comment_without_a_version(table: Tab
 async def test_migrate_finishes_on_a_comment_without_a_version(table: TableRef) -> None:
     own = await own_table(table, "race_nover_m")
     # Fenced already (an earlier run stopped after the fence); the keys remain.
-    await own.client.put_item(TableName=own.name, Item=TableLayout(3, 3, 2, LEASE).to_item())
+    await own.client.put_item(
+        TableName=own.name, Item=TableLayout(CODE_LAYOUT, CODE_LAYOUT, 2, LEASE).to_item()
+    )
     await _versionless_comment_with_a_stale_key(own, own_product_id())
     runs = [await migrate(own, wait_seconds=WAIT, poll_seconds=POLL) for _ in range(3)]
     assert runs[-1].complete, [(r.stopped, r.keys_repaired, r.keys_skipped) for r in runs]

@@ -7,7 +7,7 @@ after the backfill passed them lacked ``HSK``, so the most helpful order listed 
 ``totalCount`` of 10. Here the processes are simulated in this event loop, each with its
 own layout gate (``storage.engine.layout_check``), heartbeat and check loop, as a serving
 process has: the old one (layout 2) writes the old shape (each comment it makes loses its
-``HSK``, as the old code never wrote one), the new one (layout 3) the new shape, both
+``HSK``, as the old code never wrote one), the new one (this release's layout) the new shape, both
 without pause, through the migration. A short lease (2 s, in the table's layout item)
 keeps the waits short.
 
@@ -32,7 +32,7 @@ from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Direction, ListingFilter, NewComment, Order, PageRequest
 from storage.model.indexes import table_definition
-from storage.model.layout_version import TableLayout
+from storage.model.layout_version import CODE_LAYOUT, TableLayout
 from storage.ops.create import create_table
 from storage.ops.migrate import migrate
 from storage.ops.verify import scan_pages, verify
@@ -114,7 +114,7 @@ class Process:
 
 
 async def _expanded_table(client: DynamoClient) -> tuple[TableRef, list[str]]:
-    """A table of layout 2 (eight indexes, comments without HSK), expanded to layout 3 by
+    """A table of layout 2 (eight indexes, comments without HSK), expanded to this code's layout by
     ``migrate-table --expand-only`` as the first step of the upgrade, with a short lease."""
     name = f"rolling_{uuid.uuid4().hex[:8]}"
     await client.create_table(**previous_definition(name))
@@ -136,7 +136,7 @@ async def _expanded_table(client: DynamoClient) -> tuple[TableRef, list[str]]:
         )
     done = await migrate(table, expand_only=True, wait_seconds=BUILD_WAIT, poll_seconds=POLL)
     assert done.after is not None
-    assert (done.after.indexes, done.after.writers, done.after.data) == (3, 2, 2)
+    assert (done.after.indexes, done.after.writers, done.after.data) == (CODE_LAYOUT, 2, 2)
     return table, products
 
 
@@ -159,7 +159,7 @@ async def test_old_and_new_code_write_through_a_fenced_migration_and_no_comment_
     table, products = await _expanded_table(client)
     stop = asyncio.Event()
     old = Process("old", 2, table.name, client, products)
-    new = Process("new", 3, table.name, client, products)
+    new = Process("new", CODE_LAYOUT, table.name, client, products)
     running = [asyncio.create_task(p.run(stop)) for p in (old, new)]
     try:
         await old.has_written(5)
@@ -196,7 +196,7 @@ async def test_old_and_new_code_write_through_a_fenced_migration_and_no_comment_
     assert old.gate.fenced
     assert new.refused == 0
     assert done.after is not None
-    assert (done.after.indexes, done.after.writers, done.after.data) == (3, 3, 3)
+    assert (done.after.indexes, done.after.writers, done.after.data) == (CODE_LAYOUT,) * 3
     await _assert_nothing_missing(table, products)
 
 
@@ -210,7 +210,7 @@ async def test_a_migration_waits_for_an_old_process_that_stopped_until_its_lease
     await old.has_written(3)
     stop.set()  # replaced by the new release: its heartbeat stays until its lease runs out
     await writing
-    new = Process("new", 3, table.name, client, products)
+    new = Process("new", CODE_LAYOUT, table.name, client, products)
     stop_new = asyncio.Event()
     running = asyncio.create_task(new.run(stop_new))
     try:
@@ -251,7 +251,7 @@ async def test_a_table_from_before_layout_versions_is_expanded_but_not_filled_un
     assert done.stopped is not None
     assert "--legacy-processes-gone" in done.stopped
     assert done.after is not None
-    assert (done.after.indexes, done.after.writers, done.after.data) == (3, 0, 0)
+    assert (done.after.indexes, done.after.writers, done.after.data) == (CODE_LAYOUT, 0, 0)
     # Asked again with the old processes said to be gone, it finishes.
     done = await migrate(
         table, wait_seconds=BUILD_WAIT, poll_seconds=POLL, legacy_processes_gone=True

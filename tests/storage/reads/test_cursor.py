@@ -60,6 +60,7 @@ POSITIONS = {
     Ordering.HIGHEST_RATING: keys.rating_position(4, GSISK),
     Ordering.LOWEST_RATING: keys.rating_position(2, GSISK),
     Ordering.MOST_HELPFUL: keys.helpful_sort_key(12, GSISK),
+    Ordering.MEMBERS: "shoe-red-42",  # a group's products are paged by product id
 }
 
 

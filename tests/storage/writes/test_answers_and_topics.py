@@ -18,6 +18,7 @@ from storage.model.facets import ACTION_BUDGET, FacetKind, FacetValue, Scope
 from storage.model.items import INCENTIVIZED_ATTR, comment_key
 from storage.model.problems import InvalidFields
 from storage.model.topics import Tagger
+from storage.ops.group_move import move_product
 from storage.ops.verify import scan_pages, verify
 from storage.writes import create_comment, get_comment
 from storage.writes.edit import Edit, edit_comment
@@ -314,4 +315,27 @@ async def test_creates_racing_a_definitions_change_leave_each_answer_counted(
     )
     counted = sum(int(v["N"]) for k, v in counter.get("Item", {}).items() if k.startswith("c#*#"))
     assert counted == created
+    assert (await verify(own)).exact
+
+
+async def test_a_grouped_products_reviewers_answer_the_groups_definitions(
+    table: TableRef,
+) -> None:
+    own = await own_table(table, "groupanswers")
+    pid, group = "variant-red", "model-x"
+    await move_product(own, pid, group)
+    # The group asks "fit"; the product itself asks nothing.
+    await save_definitions(own, Scope.group(group), parse_definitions(DEFINITIONS), revision=0)
+    made = await create_comment(
+        own, NewComment(pid, "en", 4, "fits", "ann"), answers=[FIT_SMALL], backoff=FAST
+    )
+    assert answers(made.comment.facets) == {"a:fit=small"}
+    with pytest.raises(InvalidFields) as refused:
+        await create_comment(
+            own,
+            NewComment(pid, "en", 4, "fits", "bob"),
+            answers=[{"key": "colour", "value": "red"}],
+            backoff=FAST,
+        )
+    assert [p.dotted for p in refused.value.problems] == ["attributes[0].key"]
     assert (await verify(own)).exact
