@@ -259,7 +259,7 @@ class FacetModel(RuleBasedStateMachine):
     def _run_step(self, batch: Sequence[Op]) -> None:
         outcomes = self.run(self._step(batch))
         for outcome in outcomes:
-            event(f"answered {outcome}")
+            event(f"answered {outcome.split('(')[0]}: {outcome.rsplit(': ', 1)[1]}")
         if TRACE:
             with open(TRACE, "a") as f:
                 print(self.steps, f"conflicts so far {self.aws.conflicts}", outcomes, file=f)
@@ -292,11 +292,11 @@ class FacetModel(RuleBasedStateMachine):
             if isinstance(answer, BaseException):
                 if not isinstance(answer, (*REFUSALS, GroupMoveUnfinished)):
                     raise answer
-                outcomes.append(f"{type(op).__name__}: {type(answer).__name__}")
+                outcomes.append(f"{op}: {type(answer).__name__}")
                 if isinstance(op, Import):
                     cut_short.add(PRODUCTS[op.product])
                 continue
-            outcomes.append(f"{type(op).__name__}: done")
+            outcomes.append(f"{op}: done")
             if isinstance(op, Create):
                 assert isinstance(answer, CreateResult)
                 self._made(answer.comment)
