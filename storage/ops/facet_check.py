@@ -38,6 +38,7 @@ from storage.model.items import (
     entry_items,
     is_entry_item,
     item_version,
+    number,
 )
 from storage.writes.facet_parts import listed
 from storage.writes.state import Stored
@@ -48,7 +49,8 @@ EntryKey = tuple[str, str]  # (comment partition, FACET#<scope>#<value>)
 # What an entry must agree on with its comment: the two facet indexes' keys and the order
 # within them (what makes it findable), and the helpful counts it shows (a vote's
 # follow-up brings them up after the vote).
-_ENTRY_KEYS = (FACET_PARTITION, FACET_LANG_PARTITION, SORT_KEY, HELPFUL_ATTR, NOT_HELPFUL_ATTR)
+_ENTRY_KEYS = (FACET_PARTITION, FACET_LANG_PARTITION, SORT_KEY)
+_ENTRY_COUNTS = (HELPFUL_ATTR, NOT_HELPFUL_ATTR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +139,9 @@ class FacetTally:
 
 
 def _keyed(entry: Item) -> tuple[Any, ...]:
-    return tuple(entry.get(name) for name in _ENTRY_KEYS)
+    # Counts as numbers: a vote's follow-up sets a zero that a transition's copy leaves out.
+    counts = tuple(number(entry, name) for name in _ENTRY_COUNTS)
+    return tuple(entry.get(name) for name in _ENTRY_KEYS) + counts
 
 
 async def repair_facets(

@@ -37,6 +37,7 @@ from storage.base.expressions import (
     delete_request,
     query_request,
 )
+from storage.engine.batch import get_together
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
@@ -263,10 +264,15 @@ async def _certify(table: TableRef, membership: Membership) -> int | None:
     was already), None when it is not yet."""
     pid, target = membership.product_id, membership.group_id
     held = await held_counts(table, pid)
-    response = await table.client.get_item(
-        TableName=table.name, Key=stats_key(pid, None), ConsistentRead=True
-    )
-    total = number(response.get("Item") or {}, TOTAL_ATTR)
+    # The total and what the group holds, as of one moment. Read apart, a comment leaving
+    # the group between the two reads and one arriving in no group (an import, which the
+    # group move places after) would make them equal with the newcomer left out. What the
+    # other groups hold only falls, so their counts read above may only be too high.
+    wanted = [stats_key(pid, None)] + ([] if target is None else [held_key(pid, target)])
+    stats, *in_target = await get_together(table, wanted)
+    total = number(stats or {}, TOTAL_ATTR)
+    if target is not None:
+        held[target] = number(in_target[0] or {}, COUNT_ATTR)
     others = {g: n for g, n in held.items() if g != target}
     if target is not None and held.get(target, 0) != total:
         return None

@@ -60,7 +60,7 @@ from storage.ops.import_lines import (
     parse_line,
 )
 from storage.writes import counters, limits
-from storage.writes.membership import membership_for_write
+from storage.writes.membership import read_membership
 from storage.writes.transaction import MAX_WRITE_CALLS, CallBudget, Cancellation, Part, transact
 
 __all__ = [
@@ -304,12 +304,16 @@ class _Run:
                 await self.backoff.sleep(transient)
 
     async def _note_group(self, batch: list[ImportRecord]) -> None:
-        """Remember the batch's product when it is in a group and got published comments
-        (the membership as this process last saw it: ``finish_move`` reads it again)."""
+        """Remember the batch's product when it is in a group and got published comments.
+        The membership is read (strongly consistent) after the batch committed, never
+        taken from this process's memory: no transaction checks it, and a product another
+        process moved into a group would keep these comments in none. Read after the
+        commit, a group it shows is where ``finish_move`` places them; a move that
+        commits later counts them itself, as its certificate takes the product's total."""
         first = batch[0].comment
-        if not any(r.comment.published for r in batch):
+        if first.product_id in self.grouped or not any(r.comment.published for r in batch):
             return
-        membership = await membership_for_write(self.table, first.product_id)
+        membership = await read_membership(self.table, first.product_id)
         if membership.group_id is not None or membership.moving:
             self.grouped.add(first.product_id)
 

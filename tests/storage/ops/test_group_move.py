@@ -17,14 +17,16 @@ from storage.base.errors import GroupMoveUnfinished, StorageError
 from storage.base.types import Response
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
+from storage.model import keys
 from storage.model.comments import Comment, ModerationMode, NewComment
 from storage.model.facets import FacetValue
 from storage.model.groups import held_key, member_key, members_key
 from storage.model.items import is_comment_item, is_entry_item, item_to_comment, number
 from storage.ops.catalogue_groups import apply_catalogue
 from storage.ops.group_move import held_counts, move_product
+from storage.ops.importer import import_comments
 from storage.ops.verify import repair, scan_pages, verify
-from storage.writes import create_comment
+from storage.writes import create_comment, get_comment
 from storage.writes.delete import delete_comment
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.membership import change_membership, read_membership
@@ -347,3 +349,45 @@ async def test_a_move_follows_a_membership_changed_under_it(table: TableRef) -> 
     assert result.group_id == "g3"
     assert (await _check(own)) == {("p1", "g3"): 10}
     assert await held_counts(own, "p1") == {"g3": 10}
+
+
+class AfterHeldCounts(ClientWrapper):
+    """Runs ``between`` once, right after a query of a product's held counts answers: a
+    write landing between the move's reads of what groups hold and of the product's total."""
+
+    def __init__(self, inner: Any, between: Any) -> None:
+        super().__init__(inner)
+        self.between = between
+        self.armed = True
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        answer = await super()._call(operation, kwargs)
+        if self.armed and operation == "query" and "HELD#" in str(kwargs):
+            self.armed = False
+            await self.between()
+        return answer
+
+
+async def test_a_finished_move_is_not_certified_by_a_total_read_after_a_comment_left(
+    table: TableRef,
+) -> None:
+    # The group holds E; an imported comment C, in no group, waits to be placed. Between
+    # the certificate's read of what the group holds (E) and its read of the total, E is
+    # deleted: the total (C alone) then equals what the group was read to hold, though C
+    # is in no group. The two must be read as of one moment.
+    own = await own_table(table, "certify")
+    await move_product(own, "v", "m")
+    made = await create_comment(own, NewComment("v", "en", 4, "E", "ann"), backoff=FAST)
+    line = b'{"externalId": "c-1", "productId": "v", "rating": 5, "language": "en", '
+    line += b'"body": "C", "author": "bob", "createdAt": "2025-01-01T00:00:00Z"}'
+
+    async def delete_e() -> None:
+        await delete_comment(own, made.comment.comment_id, backoff=FAST)
+
+    racing = TableRef(AfterHeldCounts(own.client, delete_e), own.name)
+    summary = await import_comments(racing, [line], backoff=FAST)
+    assert summary.placed == ("v",)
+    stored = await get_comment(own, keys.imported_comment_id("c-1"))
+    assert stored is not None
+    assert stored.group_id == "m"
+    assert not (await verify(own)).moving

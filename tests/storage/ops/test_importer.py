@@ -616,3 +616,24 @@ async def test_a_grouped_products_imported_comments_are_placed_in_its_group(
     report = await verify(own)
     assert report.exact, report.describe()
     assert not report.moving
+
+
+async def test_an_import_places_comments_in_a_group_another_process_moved_the_product_to(
+    table: TableRef,
+) -> None:
+    # This process last saw the product in no group (a create placed a comment there);
+    # another process then moved it into one. The import must place its comments there:
+    # no transaction checks what the import decides from, so a remembered membership,
+    # which only a write's own check makes safe, cannot be trusted.
+    own = await own_table(table, "import_stale")
+    here, there = TableRef(own.client, own.name), TableRef(own.client, own.name)
+    await create_comment(here, NewComment("variant", "en", 5, "before", "ann"), backoff=FAST)
+    await move_product(there, "variant", "model")
+    summary = await run(here, [line("stale-1", "variant")])
+    assert summary.placed == ("variant",)
+    stored = await get_comment(own, keys.imported_comment_id("stale-1"))
+    assert stored is not None
+    assert stored.group_id == "model"
+    report = await verify(own)
+    assert report.exact, report.describe()
+    assert not report.moving

@@ -14,7 +14,7 @@ from storage.writes import create_comment
 from storage.writes.ballots import bring_entries_up
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.votes import vote_helpful
-from tests.helpers import FAST, own_product_id
+from tests.helpers import FAST, own_product_id, own_table
 
 BATTERY = FacetValue.topic("battery")
 FIT = FacetValue.attribute("fit", "small")
@@ -79,3 +79,18 @@ async def test_verify_finds_entry_counts_left_behind_and_repairs_them(table: Tab
     await repair(table, report)
     assert (await _shown(table, pid, BATTERY))[made.comment_id] == (1, 0)
     assert (await verify(table)).exact
+
+
+async def test_a_count_of_zero_set_by_a_follow_up_is_no_drift(table: TableRef) -> None:
+    # A follow-up sets both counts, zero included, where a transition's copy leaves a zero
+    # out: verify compares the numbers, not how they are written.
+    own = await own_table(table, "zerovotes")
+    new = NewComment("p1", "en", 4, "battery lasts", "writer", facets=frozenset({BATTERY}))
+    made = (await create_comment(own, new, backoff=FAST)).comment
+    await vote_helpful(own, made.comment_id, voter="critic", vote=Vote.NOT_HELPFUL)
+    report = await verify(own)
+    assert report.exact, report.describe()
+    await vote_helpful(own, made.comment_id, voter="critic", vote=None)
+    report = await verify(own)
+    assert report.exact, report.describe()
+    assert (await _shown(own, "p1", BATTERY))[made.comment_id] == (0, 0)
