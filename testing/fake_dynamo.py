@@ -141,6 +141,10 @@ class FakeDynamo(ClientWrapper):
         }
         return {"Responses": responses, "UnprocessedKeys": {}}
 
+    def _transact_get_items(self, TransactItems: list[dict[str, Any]], **_: Any) -> Response:  # noqa: N803
+        found = [self.items.get(self._key(t["Get"]["Key"])) for t in TransactItems]
+        return {"Responses": [{"Item": i} if i else {} for i in found]}
+
     def _index(self) -> dict[tuple[str, str], list[tuple[str, Item]]]:
         if self._partitions is None:
             partitions: dict[tuple[str, str], list[tuple[str, Item]]] = {}
