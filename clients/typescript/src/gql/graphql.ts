@@ -4,13 +4,21 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
+/** An answer to one attribute, or a filter on one. */
+export type AttributeInput = {
+  /** The attribute's key. */
+  key: string;
+  /** One of its values. */
+  value: string;
+};
+
 /** What happened to a comment, as the subscriber's listing sees it. */
 export type CommentEventKind =
-  /** A comment of the listing changed its text, title, rating, language or merchant reply and stays in the listing. */
+  /** A comment of the listing changed its text, title, rating, language, merchant reply, answers or topics and stays in the listing. */
   | 'EDITED'
-  /** The comment entered the listing: written (published at once), approved, restored, or edited into the listing's language or ratings. */
+  /** The comment entered the listing: written (published at once), approved, restored, edited into the listing's language, ratings or facets, or (watching a group) its product moved into the group. */
   | 'PUBLISHED'
-  /** The comment left the listing for any reason: deleted, rejected, sent back to moderation, or edited out of the listing's language or ratings. */
+  /** The comment left the listing for any reason: deleted, rejected, sent back to moderation, edited out of the listing's language, ratings or facets, or (watching a group) its product moved out of the group. */
   | 'REMOVED';
 
 /** How a product's comments are sorted; ties go newest first. */
@@ -28,10 +36,14 @@ export type CommentOrder =
 
 /** A new comment; the author is taken from the bearer token. */
 export type CreateCommentInput = {
+  /** Answers to the shop's attributes (Product.attributeDefinitions): at most 4, one per attribute, each a value its definition allows; every problem is a userError naming its path. */
+  attributes?: Array<AttributeInput> | null | undefined;
   /** The text: 1 to 10,000 characters. */
   body: string;
   /** Retrying with the same key returns the first comment instead of creating another. */
   idempotencyKey?: string | null | undefined;
+  /** true: the author received something for this review (a free product, a discount); shown on the comment and filterable. A sampling campaign's token sets it whatever is sent here. It cannot be changed later. */
+  incentivized?: boolean | null | undefined;
   /** BCP 47 language tag, e.g. en or pt-BR. */
   language: string;
   /** The product commented on. */
@@ -150,6 +162,7 @@ export type ViewerVotesQueryVariables = Exact<{
 export type ViewerVotesQuery = { __typename: 'Query', nodes: Array<
     | { __typename: 'Comment', commentId: string, helpfulCount: number, notHelpfulCount: number, viewerVote: HelpfulVote | null, id: string }
     | { __typename: 'Product', id: string }
+    | { __typename: 'ProductGroup', id: string }
    | null> };
 
 export const ProductStatsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ProductStats"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"RatingStats"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"Field","name":{"kind":"Name","value":"total"}},{"kind":"Field","name":{"kind":"Name","value":"average"}},{"kind":"Field","name":{"kind":"Name","value":"histogram"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"Field","name":{"kind":"Name","value":"rating"}},{"kind":"Field","name":{"kind":"Name","value":"count"}}]}}]}}]} as unknown as DocumentNode<ProductStatsFragment, unknown>;
