@@ -14,11 +14,12 @@ For each batch of changes:
    groups it counted in before and counts in after (``storage.live.events.classify``: what
    that subscriber's listing shows before and after, so a group move enters or leaves a
    group's listing);
-3. the counters of the products and groups that have events, and of each distinct facet
-   listing whose count they give, are read once for the batch (after the changes were
-   written, so they count them) and handed out with the events: the reads grow with the
-   distinct listings watched, never with their subscribers (the distinct listings on one
-   product or group are bounded by its budget, server.http.event_groups).
+3. the counters of the products and groups of the listings that have events, and of each
+   distinct facet listing with events whose count they give, are read once for the batch
+   (after the changes were written, so they count them) and handed out with the events:
+   the reads grow with the distinct listings that have events, never with their
+   subscribers (the distinct listings on one product or group are bounded by its budget,
+   server.http.event_groups); a batch nobody is handed an event of reads nothing.
 
 Bounds: a batch is handed out whole; a subscriber that, at the next batch for its
 product, has more than ``queue_size`` events waiting and took none since, or more than
@@ -305,26 +306,31 @@ class Feed:
         for subscriptions in watching.values():
             for subscription in subscriptions:
                 subscription.check_pace()
-        listings = {s.listing for subscriptions in watching.values() for s in subscriptions}
-        counters = await self._read_counts(listings)
-        if counters is None:
-            for subscriptions in watching.values():
-                for subscription in subscriptions:
-                    subscription.end(
-                        Ended(
-                            "STORAGE_UNAVAILABLE",
-                            "The counters that go with the next event could not be read; "
-                            "subscribe again and reload.",
-                        )
-                    )
-            return
+        # What each subscriber is handed, classified first: counters are read only for
+        # the listings something happened to (a comment no facet listing shows reads none).
+        handed: list[tuple[Subscription, EventKind, CommentChange]] = []
         for event in events:
             # A subscription watches one key, so it meets each event once.
             for key in event.watched:
                 for subscription in watching.get(key, ()):
                     kind = classify(event, subscription.listing)
                     if kind is not None:
-                        subscription.put(counters.delivery(kind, event, subscription.listing))
+                        handed.append((subscription, kind, event))
+        if not handed:
+            return
+        counters = await self._read_counts({s.listing for s, _, _ in handed})
+        if counters is None:
+            for subscription in {s for s, _, _ in handed}:
+                subscription.end(
+                    Ended(
+                        "STORAGE_UNAVAILABLE",
+                        "The counters that go with the next event could not be read; "
+                        "subscribe again and reload.",
+                    )
+                )
+            return
+        for subscription, kind, event in handed:
+            subscription.put(counters.delivery(kind, event, subscription.listing))
 
     async def _read_counts(self, listings: set[Listing]) -> _Counters | None:
         """The counters of a batch's listings, each item read once for all of them: the

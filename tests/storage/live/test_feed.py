@@ -365,6 +365,25 @@ async def test_a_batch_reads_each_listings_counters_once_whatever_its_subscriber
             "transact_get_items",
         ]
     )
+    # A comment none of the facet listings shows reads only what the listings it enters
+    # are counted from: the product's stats (its own listing), none of the facets'.
+    small = feed.subscribe(listings["small"])
+    everything = feed.subscribe(Listing("p"))
+    other = replace(made, comment_id=IDS[1], facets=frozenset(), group_id=None)
+    fake.calls.clear()
+    await feed.deliver(
+        [Change("INSERT", comment_key(other.comment_id), None, _image(other), "2", "s")]
+    )
+    assert fake.calls == ["batch_get_item"]
+    assert (await anext(everything)).total == 5
+    assert not small._queue
+    # Nobody handed anything: nothing read.
+    feed.unsubscribe(everything)
+    fake.calls.clear()
+    await feed.deliver(
+        [Change("MODIFY", comment_key(other.comment_id), _image(other), _image(other), "3", "s")]
+    )
+    assert fake.calls == []
 
 
 async def test_a_stats_change_refreshes_the_snapshot_without_a_read() -> None:
