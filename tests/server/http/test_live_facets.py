@@ -17,6 +17,7 @@ import pytest
 
 from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
+from server.http.subscriptions import _watched
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.model.attributes import parse_definitions
@@ -284,3 +285,20 @@ async def test_facet_subscribers_sharing_a_document_cost_one_resolution_per_even
             work.append((after[0] - before[0], after[1] - before[1]))
     assert work[0] == work[1]
     assert work[0][0] == 1  # one resolution for the event, however many receive it
+
+
+@pytest.mark.parametrize(
+    ("arguments", "charged"),
+    [
+        ({"productId": "p"}, "p"),
+        ({"groupId": "g"}, "GROUP#g"),
+        ({"groupId": "g", "facets": {"productId": "p"}}, "GROUP#g"),
+        ({"productId": "p", "groupId": "g"}, None),
+        ({}, None),
+    ],
+)
+def test_a_group_watched_is_charged_to_a_budget_of_its_own(
+    arguments: dict[str, Any], charged: str | None
+) -> None:
+    # No product id holds '#': a group's budget is never a product's.
+    assert _watched(arguments) == charged
