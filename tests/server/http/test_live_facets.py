@@ -158,7 +158,7 @@ async def test_a_facet_subscription_follows_what_its_listing_gains_and_loses(
         await client.subscribe("small", EVENTS, {"pid": PID, "f": SMALL})
         await _live(client, ["small"], lambda: _create(http, b, PID, "small"))
         matching = await _create(http, b, PID, "small")
-        await _create(http, b, PID, "large")  # never in the listing
+        other = await _create(http, b, PID, "large")  # not in the listing, until edited
         await _create(http, b, PID)  # no answer: not either
         edited = await _call(
             http,
@@ -167,11 +167,19 @@ async def test_a_facet_subscription_follows_what_its_listing_gains_and_loses(
             input={"id": matching, "attributes": [{"key": "fit", "value": "large"}]},
         )
         assert edited["updateComment"]["userErrors"] == []
+        gained = await _call(
+            http,
+            b,
+            UPDATE,
+            input={"id": other, "attributes": [{"key": "fit", "value": "small"}]},
+        )
+        assert gained["updateComment"]["userErrors"] == []
         last = await _create(http, b, PID, "small")
-        seen = [await _event(client, "small") for _ in range(3)]
+        seen = [await _event(client, "small") for _ in range(4)]
         assert [(e["kind"], e["commentId"]) for e in seen] == [
             ("PUBLISHED", matching),
             ("REMOVED", matching),
+            ("PUBLISHED", other),
             ("PUBLISHED", last),
         ]
         assert seen[0]["comment"]["attributes"] == [{"key": "fit", "value": "small"}]
