@@ -1,7 +1,8 @@
 """Benchmarks, grouped by what they measure; each is a long form behind its own command
 (``python -m benchmarks.<group>.<name>``, or all of them with ``./scripts/bench``).
 
-    reads/    items read per item returned, sort orders, the schema in process, baselines
+    reads/    items read per item returned, sort orders, facet reads, the schema in process,
+              baselines
     writes/   the capacity of each transition, hot votes, import rate, part 1's design
     http/     throughput and latency over HTTP, settings compared, nginx's cache, the floor
     live/     live updates across processes, and what hostile subscribers cost others

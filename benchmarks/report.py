@@ -143,7 +143,11 @@ def targets(
 
 # Results of the benchmark's other steps that report into the results page: file prefix, module,
 # and the number of the target they measure.
-EXTRAS = (("proxy", "benchmarks.http.nginx_cache", "5"), ("part1", "benchmarks.writes.part1", "7"))
+EXTRAS = (
+    ("proxy", "benchmarks.http.nginx_cache", "5"),
+    ("part1", "benchmarks.writes.part1", "7"),
+    ("facet-reads", "benchmarks.reads.facet_report", "8"),
+)
 
 
 def newest_extras() -> dict[str, dict[str, Any]]:

@@ -89,15 +89,21 @@ def refused(exc: storage_errors.StorageError, field: tuple[str, ...] | None) -> 
     return Problems([Problem(field, message, code)])
 
 
-def answer_problems(exc: InvalidFields, field: tuple[str, ...]) -> Problems:
-    """Every problem storage found with a list of answers, each at its path under ``field``
-    (``["input", "attributes", "1", "value"]``), with its stable reason in the message."""
+def field_problems(exc: InvalidFields, field: tuple[str, ...]) -> Problems:
+    """Every problem storage found with a structured input (answers, definitions), each at
+    its path under ``field`` (``["input", "definitions", "0", "values", "2", "label",
+    "de"]``), with its stable reason in the message."""
     found = []
     for p in exc.problems:
-        path = p.field[1:] if p.field[:1] == ("attributes",) else p.field
         code = code_of(p.as_error()) or ProblemCode.INVALID
-        found.append(Problem((*field, *path), f"{p.message} ({p.code})", code))
+        found.append(Problem((*field, *p.field), f"{p.message} ({p.code})", code))
     return Problems(found)
+
+
+def answer_problems(exc: InvalidFields, field: tuple[str, ...]) -> Problems:
+    """The problems of a list of answers, at their paths under ``field`` (the answers'
+    own input field: ``["input", "attributes", "1", "value"]``)."""
+    return field_problems(exc, field[:-1])
 
 
 def not_found(meter: Meter, field: tuple[str, ...] | None) -> Problems:

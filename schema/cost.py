@@ -84,6 +84,7 @@ from storage.model.facets import MAX_ATTRIBUTE_ANSWERS, MAX_TOPICS
 # several calls (storage.model.items says how many a call holds at most).
 from storage.model.items import ITEMS_PER_RESPONSE
 from storage.model.problems import PROBLEMS_MAX
+from storage.model.tagging import MATCHES_PER_TOPIC
 from storage.model.topics import TOPICS_MAX
 from storage.reads.facet_summaries import SUMMARY_VALUES_MAX
 from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
@@ -293,6 +294,20 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     # for the display order.
     ("Product", "attributeSummary"): lambda _a, _l: FieldCost(3, ATTRIBUTES_MAX),
     ("Product", "group"): _calls(1),
+    # The product's group, then its definitions' item.
+    ("Product", "attributeDefinitionsRevision"): _calls(2),
+    ("ProductGroup", "attributeDefinitionsRevision"): _calls(1),
+    ("Query", "topicTaxonomy"): _calls(1),
+    ("TopicTaxonomy", "topics"): _length(lambda _: TOPICS_MAX),
+    # The group's membership (a product), the definitions read and written, the rate.
+    ("Mutation", "setAttributeDefinitions"): _calls(MUTATION_STORAGE_CALLS),
+    ("Mutation", "setTopicTaxonomy"): _calls(MUTATION_STORAGE_CALLS),
+    # The move's own calls go to the application's table, bounded by time (MOVE_SECONDS).
+    ("Mutation", "setProductGroup"): _calls(MUTATION_STORAGE_CALLS),
+    ("SetAttributeDefinitionsPayload", "definitions"): _length(lambda _: ATTRIBUTES_MAX),
+    ("SetAttributeDefinitionsPayload", "userErrors"): _length(lambda _: PROBLEMS_MAX + 3),
+    ("SetTopicTaxonomyPayload", "userErrors"): _length(lambda _: 1),
+    ("SetProductGroupPayload", "userErrors"): _length(lambda _: 2),
     ("Query", "productGroup"): _calls(1),
     # A page of members (one Query) and the group's count, read together.
     ("ProductGroup", "products"): _members,
@@ -307,6 +322,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("AttributeDefinition", "values"): _length(lambda _: VALUES_MAX),
     ("Comment", "attributes"): _length(lambda _: MAX_ATTRIBUTE_ANSWERS),
     ("Comment", "topics"): _length(lambda _: MAX_TOPICS),
+    ("Comment", "topicMatches"): _length(lambda _: MAX_TOPICS * MATCHES_PER_TOPIC),
     ("AttributeDistribution", "values"): _length(lambda _: SUMMARY_VALUES_MAX),
     ("Subscription", "commentEvents"): _comment_events,
     ("Query", "moderationQueue"): _partition,

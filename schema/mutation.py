@@ -7,6 +7,7 @@ import strawberry
 
 from schema.comments import edits, moderation, replies, votes
 from schema.comments import mutations as comments
+from schema.facets import mutations as facets
 
 
 @strawberry.type(description="Writes; each needs an Authorization: Bearer <JWT> header.")
@@ -44,4 +45,19 @@ class Mutation:
         resolver=votes.vote_helpful,
         description="Any signed-in viewer except the comment's author; one vote per viewer "
         "and comment, changeable.",
+    )
+    set_attribute_definitions: facets.SetAttributeDefinitionsPayload = strawberry.mutation(
+        resolver=facets.set_attribute_definitions,
+        description="Moderators and merchants: replace a product's (outside any group) or a "
+        "group's attribute definitions, from the revision read.",
+    )
+    set_topic_taxonomy: facets.SetTopicTaxonomyPayload = strawberry.mutation(
+        resolver=facets.set_topic_taxonomy,
+        description="Moderators and merchants: replace the shop's topic taxonomy, from the "
+        "revision read.",
+    )
+    set_product_group: facets.SetProductGroupPayload = strawberry.mutation(
+        resolver=facets.set_product_group,
+        description="Moderators and merchants: put a product in a group (or in none) and "
+        "move its published comments there; every count stays exact during the move.",
     )

@@ -10,10 +10,12 @@ from strawberry import relay
 
 from resolvers.comments import reads as comment_reads
 from resolvers.comments.visibility import reader
+from resolvers.facets import summaries
 from resolvers.products import groups, stats
 from schema.comments.connection import CommentConnection
 from schema.comments.types import Comment
 from schema.context import Info
+from schema.facets.types import TopicTaxonomy
 from schema.products import leaderboard
 from schema.products.groups import ProductGroup
 from schema.products.leaderboard import ProductRanking
@@ -71,6 +73,13 @@ class Query:
     async def product_group(self, info: Info, group_id: strawberry.ID) -> ProductGroup | None:
         gid = groups.group_id(group_id)
         return ProductGroup.of(gid) if await groups.exists(info.context, gid) else None
+
+    @strawberry.field(
+        description="The shop's topic taxonomy: its topics' keys and labels, and the "
+        "revision setTopicTaxonomy changes from."
+    )
+    async def topic_taxonomy(self, info: Info) -> TopicTaxonomy | None:
+        return TopicTaxonomy.of(await summaries.taxonomy(info.context))
 
     @strawberry.field(description="A comment by its own identifier; null when it does not exist.")
     async def comment(self, info: Info, comment_id: strawberry.ID) -> Comment | None:

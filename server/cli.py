@@ -41,13 +41,20 @@ from server.settings import (
     TokenSettings,
 )
 from server.shutdown import Drain, Leaving, Server
-from storage.base.errors import GroupMoveUnfinished, InvalidInput, StorageError
+from storage.base.errors import (
+    GroupMoveUnfinished,
+    InvalidInput,
+    StorageError,
+    StorageUnavailable,
+)
 from storage.engine.client import open_client
 from storage.engine.table import TableRef
 from storage.model.catalogue import split_lines
 from storage.model.comments import ListingFilter, Order
+from storage.model.facets import Scope
 from storage.model.layout_version import CODE_LAYOUT
 from storage.model.leaderboard import MAX_SHARDS, validate_shards
+from storage.model.problems import InvalidFields
 from storage.model.topics import Tagger, Taxonomy
 from storage.ops.bulk import load_new_products
 from storage.ops.catalogue_groups import CatalogueProblem, apply_catalogue
@@ -55,6 +62,7 @@ from storage.ops.create import create_table
 from storage.ops.group_move import move_product
 from storage.ops.importer import CONCURRENCY, InvalidLine, import_comments, jsonl_lines
 from storage.ops.migrate import migrate
+from storage.ops.remap import remap_answers
 from storage.ops.reshard import reshard_leaders
 from storage.ops.retag import PAGE_ITEMS as RETAG_PAGE_ITEMS
 from storage.ops.retag import retag_comments
@@ -316,6 +324,22 @@ def build_parser() -> argparse.ArgumentParser:
     move.add_argument("product_id")
     move.add_argument("--group", metavar="GROUP_ID", help="the group (default: no group)")
 
+    remap = sub.add_parser(
+        "remap-answers",
+        help="move (or drop) the answers of retired attribute values; resumable",
+        description="Move every stored answer of retired attribute values of a product (one "
+        "outside any group) or a group to a value its definitions offer, or drop them, one "
+        "transaction per comment, exact while writes go on; then take the values out of the "
+        "retired ones. Each --move is KEY:VALUE=TO (TO empty drops). Exit status: 0 when "
+        "done, 1 when the remap is refused (each problem printed with its path), 3 when "
+        "answers kept appearing (run it again), 2 on any other error.",
+    )
+    _add_connection(remap)
+    where = remap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--product", metavar="PRODUCT_ID")
+    where.add_argument("--group", metavar="GROUP_ID")
+    remap.add_argument("--move", action="append", required=True, metavar="KEY:VALUE=TO")
+
     catalogue = sub.add_parser(
         "apply-catalogue",
         help="put every product of a catalogue file in its group, moving comments "
@@ -520,6 +544,35 @@ async def _move_group(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _remap_answers(args: argparse.Namespace) -> int:
+    moves = []
+    for text in args.move:
+        key, colon, rest = text.partition(":")
+        value, equals, to = rest.partition("=")
+        if not (colon and equals):
+            print(f"error: --move {text!r} is not KEY:VALUE=TO", file=sys.stderr)
+            return 2
+        moves.append({"key": key, "value": value, "to": to or None})
+    scope = Scope.product(args.product) if args.product else Scope.group(args.group)
+    settings = storage_settings(args)
+    async with open_client(settings.client_settings()) as client:
+        table = TableRef(client, settings.dynamodb_table)
+        try:
+            done = await remap_answers(table, scope, moves, progress=lambda line: note(line))
+        except InvalidFields as exc:
+            for problem in exc.problems:
+                print(f"{problem.dotted}: {problem.message} ({problem.code})")
+            return 1
+        except SettingsChanged as exc:
+            print(f"NOT DONE: {exc}; run it again")
+            return MIGRATION_STOPPED
+        except StorageUnavailable as exc:
+            print(f"NOT DONE: {exc}")
+            return MIGRATION_STOPPED
+    print(done.describe())
+    return 0
+
+
 async def _apply_catalogue(args: argparse.Namespace) -> int:
     def problem(found: CatalogueProblem) -> None:
         note(found.describe())
@@ -639,6 +692,9 @@ async def _import(args: argparse.Namespace) -> int:
         f"invalid {summary.invalid}, conflicts {summary.conflicts} ({summary.lines} lines) "
         f"in {elapsed:.1f} s, {summary.lines / max(elapsed, 1e-9):.0f} lines/s"
     )
+    if summary.placed:
+        placed = len(summary.placed)
+        print(f"placed the imported comments of {placed} grouped products in their groups")
     if summary.skipped:
         print(f"{summary.skipped} lines were skipped (listed on stderr with their numbers)")
         return 1
@@ -834,6 +890,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seed": _seed,
             "import": _import,
             "move-group": _move_group,
+            "remap-answers": _remap_answers,
             "apply-catalogue": _apply_catalogue,
             "retag": _retag,
         }

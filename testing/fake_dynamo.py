@@ -2,7 +2,8 @@
 
 Not a general emulator: it understands the key conditions, filters and batch calls that
 ``storage`` issues (equality on a partition key, ``<``/``>``/``BETWEEN`` on the index's sort
-key, filters made of ``IN`` and ``=`` terms joined by AND, and the transactions bulk loading
+key, filters made of ``IN``, ``=``, ``contains`` and ``attribute_not_exists`` terms joined by
+AND, reads of items together (TransactGetItems), and the transactions bulk loading
 issues: puts on ``attribute_not_exists`` and unconditioned ``ADD`` updates; a single put
 likewise), so the same
 GraphQL requests can run with storage costing almost nothing.
@@ -25,6 +26,7 @@ _INDEX_ATTRS = {index.value: (index.partition_attr, index.sort_attr) for index i
 _IN_TERM = re.compile(r"\(?(#\w+) IN \(([^)]*)\)\)?")
 _EQ_TERM = re.compile(r"\(?(#\w+) = (:\w+)\)?")
 _NOT_EXISTS = re.compile(r"\(?attribute_not_exists\((#\w+)\)\)?")
+_CONTAINS = re.compile(r"\(?contains\((#\w+), (:\w+)\)\)?")
 _ADDS = re.compile(r"ADD (#\w+ :\w+(?:, #\w+ :\w+)*)")
 
 
@@ -142,8 +144,8 @@ class FakeDynamo(ClientWrapper):
         return {"Responses": responses, "UnprocessedKeys": {}}
 
     def _transact_get_items(self, TransactItems: list[dict[str, Any]], **_: Any) -> Response:  # noqa: N803
-        found = [self.items.get(self._key(t["Get"]["Key"])) for t in TransactItems]
-        return {"Responses": [{"Item": i} if i else {} for i in found]}
+        found = [self.items.get(self._key(action["Get"]["Key"])) for action in TransactItems]
+        return {"Responses": [{"Item": item} if item else {} for item in found]}
 
     def _index(self) -> dict[tuple[str, str], list[tuple[str, Item]]]:
         if self._partitions is None:
@@ -209,4 +211,9 @@ def _matches(term: str, item: Item, names: dict[str, str], values: dict[str, Ite
         return item.get(names[listed.group(1)]) in allowed
     if equal := _EQ_TERM.fullmatch(term):
         return item.get(names[equal.group(1)]) == values[equal.group(2)]
+    if holds := _CONTAINS.fullmatch(term):
+        found = item.get(names[holds.group(1)], {})
+        return values[holds.group(2)]["S"] in found.get("SS", [])
+    if absent := _NOT_EXISTS.fullmatch(term):
+        return names[absent.group(1)] not in item
     raise NotImplementedError(f"the fake does not understand the filter {term!r}")

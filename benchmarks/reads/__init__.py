@@ -1,2 +1,3 @@
 """Read benchmarks: items read per item returned (ours against baselines), verified-only
-listings, sort orders, and every query kind through the schema in process."""
+listings, sort orders, facet listings (ours against the blog's filtered fan-out), and every
+query kind through the schema in process."""

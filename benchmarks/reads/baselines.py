@@ -5,7 +5,9 @@
   paging with Limit = page size + 1 until the page (plus one, to know if more exist) is full.
 
 Both take ``verified_only``. The blog has no index of verified purchases, so it reads the
-partitions it reads without that filter with ``verified = true`` as a FilterExpression.
+partitions it reads without that filter with ``verified = true`` as a FilterExpression; the
+fan-out takes facet values the same way (``contains(facets, :v)`` on the comment items: the
+blog has no index of them either).
 DynamoDB applies Limit before the filter, so one query of Limit = page size returns fewer
 than a page of matches: each partition is queried again from where it stopped until it holds
 a page of matches or ends (in the fan-out each partition must be able to fill the page on
@@ -15,6 +17,7 @@ its own). The naive filter adds the term to its filter and pages as before.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +26,7 @@ from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Direction
 from storage.model.indexes import SORT_KEY, Index
-from storage.model.items import VERIFIED_ATTR, item_to_comment
+from storage.model.items import FACETS_ATTR, VERIFIED_ATTR, item_to_comment
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +105,15 @@ async def _fill(
     return _Filled(matches, exhausted, read, calls, capacity)
 
 
-def _filter(ratings: list[int] | None, verified_only: bool) -> Condition | None:
+def _filter(
+    ratings: list[int] | None, verified_only: bool, facets: Sequence[str] = ()
+) -> Condition | None:
     terms = []
     if ratings:
         terms.append(Attr("rating").is_in(ratings))
     if verified_only:
         terms.append(Attr(VERIFIED_ATTR).eq(True))
+    terms += [Attr(FACETS_ATTR).contains(token) for token in facets]
     return all_of(terms)
 
 
@@ -131,11 +137,13 @@ async def blog_fan_out(
     direction: Direction = Direction.FORWARD,
     *,
     verified_only: bool = False,
+    facets: Sequence[str] = (),
 ) -> BaselinePage:
     """One query per requested rating (or one without a rating filter), Limit = page size;
-    with ``verified_only``, each re-queried until it holds a page of verified comments."""
+    with ``verified_only`` or ``facets`` (tokens every comment must hold), each re-queried
+    until it holds a page of matching comments."""
     targets: list[int | None] = list(ratings) if ratings else [None]
-    condition = _filter(None, verified_only)
+    condition = _filter(None, verified_only, facets)
     filled = await asyncio.gather(
         *(
             _fill(table, _partition(pid, language, r), position, direction, size, size, condition)

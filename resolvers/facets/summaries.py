@@ -20,7 +20,7 @@ from storage.reads.facet_summaries import (
     topic_mentions,
 )
 from storage.reads.groups import product_group
-from storage.writes.facet_settings import read_definitions, read_taxonomy
+from storage.writes.facet_settings import StoredTaxonomy, read_definitions, read_taxonomy
 
 
 def product_scope(pid: str) -> Scope:
@@ -43,6 +43,17 @@ async def definitions(ctx: Context, scope: Scope) -> DefinitionSet:
     """The attributes defined for a scope, in display order."""
     stored = await ctx.storage(read_definitions(ctx.table, scope))
     return stored.definitions
+
+
+async def definitions_revision(ctx: Context, scope: Scope) -> int:
+    """The revision a change of the scope's definitions is made from (0: never set)."""
+    stored = await ctx.storage(read_definitions(ctx.table, scope))
+    return stored.revision
+
+
+async def taxonomy(ctx: Context) -> StoredTaxonomy:
+    """The shop's topic taxonomy as stored (revision 0 and none: never set)."""
+    return await ctx.storage(read_taxonomy(ctx.table))
 
 
 def _ratings(ratings: list[int] | None) -> frozenset[int] | None:

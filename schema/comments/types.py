@@ -12,7 +12,7 @@ from resolvers.comments import votes
 from resolvers.comments.visibility import reader
 from schema.comments.lifecycle import CommentStatus, HelpfulVote, MerchantReply, Moderation
 from schema.context import Info
-from schema.facets.types import CommentAttribute
+from schema.facets.types import CommentAttribute, TopicMatch
 from schema.products.types import Product
 from schema.scalars import DateTime
 from storage.model import comments as model
@@ -156,6 +156,30 @@ class Comment(relay.Node):
     )
     def topics(self) -> list[str]:
         return sorted(f.key for f in self.stored.facets if f.kind is FacetKind.TOPIC)
+
+    @strawberry.field(
+        description="Why the comment has its topics (at most three matches a topic), for "
+        "moderators; null for anyone else, and for a comment tagged before explanations "
+        "were kept."
+    )
+    def topic_matches(self, info: Info) -> list[TopicMatch] | None:
+        who = reader(info.context)
+        record = self.stored.tagging
+        if who is None or not who.is_moderator or record is None:
+            return None
+        texts = {"title": self.stored.title or "", "body": self.stored.body}
+        return [
+            TopicMatch(
+                topic=m.topic,
+                word=m.word,
+                language=m.language,
+                field=m.field,
+                start=m.start,
+                end=m.end,
+                text=texts.get(m.field, "")[m.start : m.end],
+            )
+            for m in record.matches
+        ]
 
     @strawberry.field(
         description="The reviewer received something for this review (disclosed on the "

@@ -12,7 +12,9 @@ from resolvers.facets.filters import Facets, facets_of
 from resolvers.facets.summaries import Mention
 from storage.model import attributes as model
 from storage.model.facets import MAX_ATTRIBUTE_ANSWERS
+from storage.model.topics import Topic
 from storage.reads import facet_summaries as summaries
+from storage.writes.facet_settings import StoredTaxonomy
 
 
 @strawberry.enum(description="What values an attribute takes.")
@@ -176,3 +178,61 @@ class CommentFacets:
             self.exclude_incentivized,
             None if self.product_id is None else str(self.product_id),
         )
+
+
+@strawberry.type(description="A topic of the shop's taxonomy.")
+class TopicDefinition:
+    key: str = strawberry.field(description="The topic's key, as Comment.topics names it.")
+    stored: strawberry.Private[Topic]
+    default_language: strawberry.Private[str]
+
+    @strawberry.field(
+        description="In the language asked for (or the nearest it narrows), else the "
+        "taxonomy's default language."
+    )
+    def label(self, language: str | None = None) -> str:
+        for tag in (language, self.default_language):
+            if tag:
+                found = self.stored.label(tag.lower())
+                if found is not None:
+                    return found
+        return self.key
+
+
+@strawberry.type(description="The shop's topics, which comments are tagged with.")
+class TopicTaxonomy:
+    revision: int = strawberry.field(
+        description="Its revision (0: none yet), which setTopicTaxonomy changes from."
+    )
+    default_language: str | None = strawberry.field(
+        description="The language of labels asked for in one they lack; null without topics."
+    )
+    topics: list[TopicDefinition] = strawberry.field(description="Its topics, in its order.")
+
+    @classmethod
+    def of(cls, stored: StoredTaxonomy) -> Self:
+        taxonomy = stored.taxonomy
+        if taxonomy is None:
+            return cls(revision=stored.revision, default_language=None, topics=[])
+        default = taxonomy.default_language
+        return cls(
+            revision=stored.revision,
+            default_language=default,
+            topics=[
+                TopicDefinition(key=t.key, stored=t, default_language=default)
+                for t in taxonomy.topics
+            ],
+        )
+
+
+@strawberry.type(
+    description="Why a comment has a topic: the taxonomy's word that matched, and where."
+)
+class TopicMatch:
+    topic: str = strawberry.field(description="The topic tagged.")
+    word: str = strawberry.field(description="The taxonomy's word or phrase that matched.")
+    language: str = strawberry.field(description="The language of the word's list.")
+    field: str = strawberry.field(description="title or body: where it matched.")
+    start: int = strawberry.field(description="Where the match starts in that text.")
+    end: int = strawberry.field(description="Where it ends (exclusive).")
+    text: str = strawberry.field(description="The matched text itself.")

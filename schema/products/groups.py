@@ -152,6 +152,14 @@ class ProductGroup(relay.Node):
         return [AttributeDefinition.of(d) for d in await summaries.definitions(info.context, scope)]
 
     @strawberry.field(
+        description="The revision of its attribute definitions (0: none set yet), which "
+        "setAttributeDefinitions changes from."
+    )
+    async def attribute_definitions_revision(self, info: Info) -> int:
+        scope = summaries.group_scope(self.group_id)
+        return await summaries.definitions_revision(info.context, scope)
+
+    @strawberry.field(
         description="How the published comments of all its products answered each attribute: "
         "exact counts for any language, ratings and verified filter."
     )

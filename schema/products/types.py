@@ -143,6 +143,16 @@ class Product(relay.Node):
         return [AttributeDefinition.of(d) for d in defined]
 
     @strawberry.field(
+        description="The revision of the definitions attributeDefinitions shows (0: none set "
+        "yet), which setAttributeDefinitions changes from."
+    )
+    async def attribute_definitions_revision(self, info: Info) -> int:
+        ctx = info.context
+        return await summaries.definitions_revision(
+            ctx, await summaries.defining(ctx, self.product_id)
+        )
+
+    @strawberry.field(
         description="How the product's published comments answered each attribute: exact "
         "counts for any language, ratings and verified filter, in the definitions' order "
         "(then answers whose value the shop has retired)."

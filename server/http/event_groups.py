@@ -65,6 +65,7 @@ VIEWER_FIELDS = frozenset(
         ("Comment", "moderation"),
         ("Comment", "moderationNote"),
         ("Comment", "authorSubject"),
+        ("Comment", "topicMatches"),
     }
 )
 

@@ -50,6 +50,7 @@ from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Status
 from storage.model.items import comment_to_item
+from storage.ops.group_move import finish_move
 from storage.ops.import_lines import (
     LINE_MAX_BYTES,
     ImportRecord,
@@ -59,6 +60,7 @@ from storage.ops.import_lines import (
     parse_line,
 )
 from storage.writes import counters, limits
+from storage.writes.membership import membership_for_write
 from storage.writes.transaction import MAX_WRITE_CALLS, CallBudget, Cancellation, Part, transact
 
 __all__ = [
@@ -103,6 +105,9 @@ class ImportSummary:
     invalid: int
     invalid_lines: tuple[InvalidLine, ...]
     conflicts: int = 0
+    # Grouped products whose imported comments were then placed in their group (the
+    # group's move of them certified complete).
+    placed: tuple[str, ...] = ()
 
     @property
     def skipped(self) -> int:
@@ -133,6 +138,11 @@ async def import_comments(
     run = _Run(table, asyncio.Semaphore(concurrency), backoff, progress, on_invalid)
     for window in run.windows(lines, window_lines, window_bytes):
         await run.window(window)
+    # Imported comments count in no group (the batches move the products' own counters
+    # only): each grouped product's are moved into its group by the group move's own
+    # exact transitions, which certifies that the group holds them all.
+    for product_id in sorted(run.grouped):
+        await finish_move(table, product_id, backoff=backoff)
     return ImportSummary(
         run.lines,
         run.imported,
@@ -140,6 +150,7 @@ async def import_comments(
         run.invalid,
         tuple(run.invalid_lines),
         run.conflicts,
+        tuple(sorted(run.grouped)),
     )
 
 
@@ -161,6 +172,8 @@ class _Run:
     invalid_lines: list[InvalidLine] = field(default_factory=list)
     # The line of each external id met so far, by its 16-byte key: about 100 bytes a line.
     seen: dict[bytes, int] = field(default_factory=dict)
+    # Products in a group that got published comments: placed in it once all is written.
+    grouped: set[str] = field(default_factory=set)
 
     def _settle(self, *, imported: int = 0, already: int = 0, other: int = 0) -> None:
         self.imported += imported
@@ -272,6 +285,7 @@ class _Run:
                 cancel = await transact(self.table, _parts(self.table, batch, five), budget)
                 if cancel is None:
                     self._settle(imported=len(batch))
+                    await self._note_group(batch)
                     return
                 there = self._settle_present(batch, cancel)
                 if there:
@@ -288,6 +302,16 @@ class _Run:
                 if transient >= self.backoff.attempts:
                     raise WriteConflict("storage kept rejecting the import; run it again later")
                 await self.backoff.sleep(transient)
+
+    async def _note_group(self, batch: list[ImportRecord]) -> None:
+        """Remember the batch's product when it is in a group and got published comments
+        (the membership as this process last saw it: ``finish_move`` reads it again)."""
+        first = batch[0].comment
+        if not any(r.comment.published for r in batch):
+            return
+        membership = await membership_for_write(self.table, first.product_id)
+        if membership.group_id is not None or membership.moving:
+            self.grouped.add(first.product_id)
 
     def _settle_present(self, batch: list[ImportRecord], cancel: Cancellation) -> set[int]:
         """Settle the reviews of a cancelled batch whose record (or, were the record removed

@@ -113,6 +113,10 @@ class _Partition:
     # Read completely up to this key (merge order); see merge.Stream.bound.
     bound: str | None = None
     exhausted: bool = False
+    # Items storage read of it, and the Limit of its last read (a filtered read's top-ups
+    # are sized from the share of what it read that matched).
+    scanned: int = 0
+    last_limit: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,14 +309,40 @@ def _top_ups(
             last = p.keys[-1] if p.keys else p.position
             covered = last is not None and (last <= cut if descending else last >= cut)
             if not covered and not _known_through(p, cut, descending):
-                requests.append(_Request(p, shortfall, cut))
+                requests.append(_Request(p, _range_limit(plan, p, shortfall), cut))
         return requests
     for p, used in live:
         # Enough that this partition alone could fill the shortfall.
         need = shortfall - (len(p.keys) - used)
         if need > 0:
-            requests.append(_Request(p, need))
+            requests.append(_Request(p, _grown(plan, p, need)))
     return requests
+
+
+def _grown(plan: Plan, p: _Partition, need: int) -> int:
+    """The Limit of a top-up that must find ``need`` more matches in a partition. A
+    filtered read scans for them by the share of the partition's items that matched so
+    far, and at least twice its last read (so a partition whose matches are rarer than
+    planned is read to its end in a number of rounds that grows with the log of its size,
+    not with it); never past the partition's count when known."""
+    if not plan.filters:
+        return need
+    share = max(len(p.keys), 1) / max(p.scanned, 1)
+    limit = max(filtered_limit(need, min(share, 1.0), plan.z), 2 * p.last_limit)
+    if p.spec.expected_count is not None:
+        limit = min(limit, p.spec.expected_count + 1)
+    return max(limit, need)
+
+
+def _range_limit(plan: Plan, p: _Partition, shortfall: int) -> int:
+    """The Limit of a range read up to a cut key. Unfiltered, the range holds at most
+    ``shortfall`` items the page needs; filtered, that many matches may lie behind any
+    number of items that do not match, and a Limit of ``shortfall`` items would end the
+    read early, round after round: the cut key bounds it instead (to the partition's count
+    when known, whose read ends at the cut anyway)."""
+    if not plan.filters or p.spec.expected_count is None:
+        return shortfall
+    return max(shortfall, p.spec.expected_count + 1)
 
 
 def _known_through(p: _Partition, key: str, descending: bool) -> bool:
@@ -373,6 +403,8 @@ def _absorb(request: _Request, response: Response, round_no: int) -> ExecutedQue
         p.keys.append(item[sort_attr]["S"])
         p.comments.append(item_to_comment(item))
     scanned = int(response.get("ScannedCount", len(items)))
+    p.scanned += scanned
+    p.last_limit = limit
     last_key = response.get("LastEvaluatedKey")
     if last_key is not None:
         # Continue after the last item evaluated, which a filter may not have returned:

@@ -175,3 +175,18 @@ async def _write(table: TableRef, key: Item, document: object, revision: int) ->
         await table.client.put_item(**put_request(table.name, item, condition))
     except ConditionFailed:
         raise SettingsChanged(f"changed since revision {revision}: read it again") from None
+
+
+async def settle_retired(
+    table: TableRef, scope: Scope, pairs: tuple[tuple[str, str], ...], *, revision: int
+) -> StoredDefinitions:
+    """Take the retired values a completed remap moved every answer of (``pairs``) out of
+    the scope's retired values, the definitions unchanged, from ``revision``
+    (SettingsChanged otherwise: the remap checks again against what they are now)."""
+    stored = await read_definitions(table, scope, consistent=True)
+    if stored.revision != revision:
+        raise SettingsChanged(f"the definitions are at revision {stored.revision}, not {revision}")
+    retired = stored.retired.without(pairs)
+    document = {"definitions": stored.definitions.to_data(), "retired": retired.to_data()}
+    await _write(table, definitions_key(scope), document, revision)
+    return StoredDefinitions(stored.definitions, retired, revision + 1)

@@ -318,6 +318,14 @@ async def test_answers_are_checked_stored_and_replaced_and_topics_tagged(
     assert comment["topics"] == ["battery"]  # "Akku" is a German word of the topic
     assert comment["incentivized"] is False
     cid = comment["commentId"]
+    why = "query($c: ID!) { comment(commentId: $c) { topicMatches { topic word field text } } }"
+    moderator = mint(SECRET, "mod", roles=["moderator"])
+    seen = await api.data(why, {"c": cid}, moderator)
+    assert seen["comment"]["topicMatches"] == [
+        {"topic": "battery", "word": "Akku", "field": "body", "text": "Akku"}
+    ]
+    hidden = await api.data(why, {"c": cid}, author)
+    assert hidden["comment"]["topicMatches"] is None
 
     kept = await api.data(UPDATE, {"i": {"id": cid, "rating": 4}}, author)
     assert kept["updateComment"]["comment"]["attributes"] == [{"key": "fit", "value": "small"}]

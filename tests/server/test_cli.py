@@ -107,3 +107,17 @@ def test_cli_moves_a_product_and_applies_a_catalogue(
     assert "1 products: 1 changed group" in captured.out
     assert cli_main(["apply-catalogue", *args, str(tmp_path / "missing.jsonl")]) == 2
     assert cli_main(["verify-stats", *args]) == 0
+
+
+def test_cli_remaps_answers_and_refuses_a_remap_of_nothing_retired(
+    engine: LocalEngine, capsys: object
+) -> None:
+    args = ["--endpoint-url", engine.endpoint_url, "--table", "cli_remap"]
+    assert cli_main(["create-table", *args]) == 0
+    move = ["--product", "p1", "--move", "fit:large=small"]
+    # Nothing is retired: refused, the problem printed with its path.
+    assert cli_main(["remap-answers", *args, *move]) == 1
+    captured = capsys.readouterr()  # type: ignore[attr-defined]
+    assert "remap[0].value:" in captured.out
+    assert "NOT_RETIRED" in captured.out
+    assert cli_main(["remap-answers", *args, "--product", "p1", "--move", "fit-large"]) == 2

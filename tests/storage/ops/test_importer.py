@@ -25,6 +25,7 @@ from storage.model import keys
 from storage.model.comments import NewComment, Status
 from storage.model.leaderboard import LeaderLayout
 from storage.model.rules import BODY_MAX, TITLE_MAX
+from storage.ops.group_move import move_product
 from storage.ops.import_lines import FUTURE_SKEW
 from storage.ops.importer import (
     LINE_MAX_BYTES,
@@ -596,3 +597,22 @@ def test_the_import_command_says_what_its_exit_codes_mean(capsys: Any) -> None:
         cli_main(["import", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "0 when every line is in, 1 when some lines were skipped" in help_text
+
+
+async def test_a_grouped_products_imported_comments_are_placed_in_its_group(
+    table: TableRef,
+) -> None:
+    own = await own_table(table, "import_group")
+    await move_product(own, "variant", "model")  # in a group before the import
+    reviews = mixed(["variant", "loner"], 40, "grp")
+    summary = await run(own, encode(reviews))
+    assert summary.placed == ("variant",)
+    published = [r for r in reviews if r["productId"] == "variant" and r["status"] == "PUBLISHED"]
+    assert published
+    for r in published:
+        stored = await get_comment(own, keys.imported_comment_id(r["externalId"]))
+        assert stored is not None
+        assert stored.group_id == "model"
+    report = await verify(own)
+    assert report.exact, report.describe()
+    assert not report.moving
