@@ -20,6 +20,8 @@ times it can run, which is the product of the page sizes and list lengths above 
                                          page-size times.
     Query.moderationQueue, Viewer.comments  1 (the count) + one partition's page
     Comment.viewerVote                   1 (batched per request: an upper bound)
+    Subscription.commentEvents           per event: 1 with facets (their counters), 1 more
+                                         for a group narrowed to a product
     Mutation.*                           MUTATION_STORAGE_CALLS (a report: one more)
 
 Nodes count every object of the response (a connection, each edge, each comment...), with
@@ -206,6 +208,22 @@ def _group_comments(args: Args, lengths: Lengths) -> FieldCost:
     return FieldCost(cost.points + bool(narrowed), cost.items, cost.lengths)
 
 
+def _comment_events(args: Args, _: Lengths) -> FieldCost:
+    """What one event of a subscription reads beyond the counters every event carries: a
+    facet listing's counter items (one TransactGetItems, for its totalCount), and a group
+    narrowed to a product reads that product's group (once, when it subscribes: priced as
+    if every event did, an upper bound)."""
+    if args is None:
+        return FieldCost(2)
+    facets = args.get("facets")
+    if facets is None:
+        return FieldCost(0)
+    narrowed = not isinstance(facets, Mapping) or (
+        facets.get("productId") is not None and args.get("groupId") is not None
+    )
+    return FieldCost(1 + narrowed)
+
+
 def _members(args: Args, _: Lengths) -> FieldCost:
     size = PAGE_SIZE_MAX
     if args is not None:
@@ -306,6 +324,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Comment", "topics"): _length(lambda _: MAX_TOPICS),
     ("Comment", "topicMatches"): _length(lambda _: MAX_TOPICS * MATCHES_PER_TOPIC),
     ("AttributeDistribution", "values"): _length(lambda _: SUMMARY_VALUES_MAX),
+    ("Subscription", "commentEvents"): _comment_events,
     ("Query", "moderationQueue"): _partition,
     ("Viewer", "comments"): _partition,
     ("Mutation", "createComment"): _calls(MUTATION_STORAGE_CALLS),

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from enum import Enum
-from typing import Self
+from typing import TYPE_CHECKING, Annotated, Self
 
 import strawberry
 from strawberry import relay
 
 from resolvers import live
+from resolvers.facets.filters import NONE as NO_FACETS
 from schema.comments.orders import CommentOrder
 from schema.comments.types import Comment
 from schema.context import Info
@@ -18,27 +19,34 @@ from storage.live.events import EventKind
 from storage.live.feed import Delivery
 from storage.reads.cursor import Ordering, encode_cursor, position_of
 
+if TYPE_CHECKING:
+    from schema.facets.types import CommentFacets
+
 
 @strawberry.enum(description="What happened to a comment, as the subscriber's listing sees it.")
 class CommentEventKind(Enum):
     PUBLISHED = strawberry.enum_value(
         "PUBLISHED",
         description="The comment entered the listing: written (published at once), approved, "
-        "restored, or edited into the listing's language or ratings.",
+        "restored, edited into the listing's language, ratings or facets, or (watching a "
+        "group) its product moved into the group.",
     )
     EDITED = strawberry.enum_value(
         "EDITED",
-        description="A comment of the listing changed its text, title, rating, language or "
-        "merchant reply and stays in the listing.",
+        description="A comment of the listing changed its text, title, rating, language, "
+        "merchant reply, answers or topics and stays in the listing.",
     )
     REMOVED = strawberry.enum_value(
         "REMOVED",
         description="The comment left the listing for any reason: deleted, rejected, sent "
-        "back to moderation, or edited out of the listing's language or ratings.",
+        "back to moderation, edited out of the listing's language, ratings or facets, or "
+        "(watching a group) its product moved out of the group.",
     )
 
 
-@strawberry.type(description="One change of a product's listing, with the counters after it.")
+@strawberry.type(
+    description="One change of a product's or a group's listing, with the counters after it."
+)
 class CommentEvent:
     kind: CommentEventKind = strawberry.field(description="What happened.")
     comment_id: strawberry.ID = strawberry.field(
@@ -58,12 +66,19 @@ class CommentEvent:
         "cached list in its place; null for REMOVED."
     )
     stats: RatingStats = strawberry.field(
-        description="The product's counters, all languages, read after this change (they "
-        "count it, and may count later ones too)."
+        description="The counters of the product watched (of the group, watching groupId: "
+        "Product.stats or ProductGroup.stats), all languages, whatever the filters and "
+        "facets; read after this change (they count it, and may count later ones too)."
     )
     language_stats: RatingStats | None = strawberry.field(
-        description="The counters of the subscription's language, read with `stats`; null "
-        "when the subscription names no language."
+        description="The same counters of the subscription's language, read with `stats`; "
+        "null when the subscription names no language."
+    )
+    total_count: int | None = strawberry.field(
+        description="The listing's totalCount after this change, exactly as the same "
+        "listing (Product.comments or ProductGroup.comments with these filters and facets) "
+        "counts it, from the counters read with `stats`; null when the facets name two or "
+        "more values (no counter keeps that count: read it over HTTP)."
     )
 
     @classmethod
@@ -83,17 +98,20 @@ class CommentEvent:
             edge=edge,
             stats=RatingStats.from_counts(delivery.counts),
             language_stats=None if language is None else RatingStats.from_counts(language),
+            total_count=delivery.total,
         )
 
 
 @strawberry.type(description="Live updates, over WebSocket (graphql-transport-ws) at /graphql.")
 class Subscription:
     @strawberry.subscription(
-        description="Changes of a product's published comments as they happen, through any "
-        "server process: PUBLISHED, EDITED and REMOVED, each with the counters after it. "
-        "language, ratings and verifiedOnly narrow the listing watched, as on "
-        "Product.comments; events are relative to it (a comment edited out of the ratings "
-        "watched is REMOVED); each event's edge carries the comment's cursor in orderBy. "
+        description="Changes of a product's (or a group's) published comments as they "
+        "happen, through any server process: PUBLISHED, EDITED and REMOVED, each with the "
+        "counters after it. Name exactly one of productId and groupId. language, ratings, "
+        "verifiedOnly and facets narrow the listing watched, as on Product.comments; events "
+        "are relative to it (a comment edited out of the ratings or facets watched is "
+        "REMOVED); each event's edge carries the comment's cursor in orderBy (MOST_HELPFUL "
+        "is refused with facets or a group, as on their listings: BAD_USER_INPUT). "
         "Votes are not events: the most helpful order's changes by votes are not sent. "
         "Events of one comment arrive in order, each once. An error with code EVENTS_LOST, "
         "TOO_SLOW or STORAGE_UNAVAILABLE ends the subscription: subscribe again and reload "
@@ -102,13 +120,46 @@ class Subscription:
     async def comment_events(
         self,
         info: Info,
-        product_id: strawberry.ID,
+        product_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(
+                description="The product watched: its own published comments (whatever "
+                "group it is in), as Product.comments lists them."
+            ),
+        ] = None,
         language: str | None = None,
         ratings: list[int] | None = None,
         verified_only: bool = False,
         order_by: CommentOrder = CommentOrder.NEWEST,
+        group_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(
+                description="Instead of productId, the group watched: the comments counted "
+                "in it, of all its products, as ProductGroup.comments lists them. A "
+                "product's comments enter when a move puts the product in the group, and "
+                "leave when one takes it out; facets.productId narrows it to one of its "
+                "products' own comments, checked once, when subscribing."
+            ),
+        ] = None,
+        facets: Annotated[
+            Annotated[CommentFacets, strawberry.lazy("schema.facets.types")] | None,
+            strawberry.argument(
+                description="The same facets as Product.comments takes (answers, topic, "
+                "photos, incentivized reviews left out, a group's product), checked as "
+                "there."
+            ),
+        ] = None,
     ) -> AsyncGenerator[CommentEvent, None]:
-        listing = live.listing_of(product_id, language, ratings, verified_only)
+        listing = await live.listing_of(
+            info.context,
+            None if product_id is None else str(product_id),
+            language,
+            ratings,
+            verified_only,
+            group_id=None if group_id is None else str(group_id),
+            facets=NO_FACETS if facets is None else facets.checked(),
+            order=order_by.stored(),
+        )
         events = await live.subscribe(info.context, listing)
         return _events(events, Ordering.of(order_by.stored()))
 

@@ -16,7 +16,8 @@ given back when it ends:
 
 - per subscription and per connection: the handler's (server.http.subscriptions);
 - per product: the points of the distinct groups on one product, which bound the work one
-  write to it makes in this process, however many subscribe (``product_cost``);
+  write to it makes in this process, however many subscribe (``product_cost``); a product
+  group watched (``commentEvents(groupId:)``) has a budget of its own, the same size;
 - per client (an IPv4 address or an IPv6 /64): the points of the groups it started and
   still holds (``client_cost``), so that no one client takes a product's or the process's
   budget; joining a group that runs costs a client nothing, and when the client that
@@ -64,6 +65,7 @@ VIEWER_FIELDS = frozenset(
         ("Comment", "moderation"),
         ("Comment", "moderationNote"),
         ("Comment", "authorSubject"),
+        ("Comment", "topicMatches"),
     }
 )
 

@@ -16,7 +16,8 @@ Strawberry speaks the protocol; this module adds what a public server needs arou
   (an event carries the comment and the counters; listings are read over HTTP) or when
   one event could make more than ``event_cost`` storage calls; its points (those calls
   plus one) count against the connection's ``connection_cost`` for as long as it runs,
-  and against the product's and the process's budgets of server.http.event_groups, where
+  and against the product's (or group's) and the process's budgets of
+  server.http.event_groups, where
   subscriptions sharing a document, variables and view share one resolution per event.
 - **Limits.** Subscriptions per connection (TOO_MANY_SUBSCRIPTIONS as an ``error``
   message), per process (the same code), the wait for connection_init (4408,
@@ -83,6 +84,7 @@ from server.http.persisted import PersistedQueries
 from server.http.sockets import CURRENT
 from server.http.transport import Refused as TransportRefused
 from server.observability import metrics as process_metrics
+from storage.live.events import GROUP_WATCH_PREFIX
 
 # Close code of a connection that held no subscription for the idle timeout (4000-4399 are
 # the application's; the protocol's own are 44xx).
@@ -159,8 +161,8 @@ class TextFrames(ASGIWebSocketAdapter):
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """A subscription the document policy lets run: its points (the storage calls one event
-    may make, plus one for resolving it), its product, and whether its answer depends on
-    the viewer."""
+    may make, plus one for resolving it), what it watches (a product id, or a group's as
+    ``_watched`` keys it), and whether its answer depends on the viewer."""
 
     points: int
     product_id: str
@@ -318,12 +320,16 @@ class _Operations:
                 "QUERY_TOO_COMPLEX",
             )
         root = _root_arguments(schema, document, operation_name, variables)
-        product_id = None if root is None else root[0].get("productId")
-        if root is None or not isinstance(product_id, str):
-            return _error("The subscription names no product to watch.", "BAD_USER_INPUT")
+        watched = None if root is None else _watched(root[0])
+        if root is None or watched is None:
+            return _error(
+                "The subscription names no product or group to watch (exactly one of "
+                "productId and groupId).",
+                "BAD_USER_INPUT",
+            )
         return Accepted(
             points=found.points + 1,
-            product_id=product_id,
+            product_id=watched,
             per_viewer=_selects(schema, document, VIEWER_FIELDS),
             variables=root[1],
         )
@@ -460,6 +466,18 @@ def _selects(
 
     visit(document, TypeInfoVisitor(info, Finder()))
     return found
+
+
+def _watched(arguments: dict[str, Any]) -> str | None:
+    """What a subscription's budget is charged to: its product id, or its group's id after
+    the prefix a group's watchers have in the feed (no product id holds it); None unless
+    exactly one is named (execution refuses it then)."""
+    product_id, group_id = arguments.get("productId"), arguments.get("groupId")
+    if isinstance(product_id, str) and group_id is None:
+        return product_id
+    if isinstance(group_id, str) and product_id is None:
+        return GROUP_WATCH_PREFIX + group_id
+    return None
 
 
 def _root_arguments(

@@ -32,10 +32,10 @@ class LiveUpdateSettings(BaseSettings):
     # What live updates may cost, in points: the storage calls one event of a subscription
     # may make (schema.cost's estimate of its document) plus one for resolving it at all.
     # Charged once, when the subscription starts: per subscription (its document), per
-    # connection (its subscriptions), per product, per client and per process (the distinct
-    # resolutions: subscribers sharing a document, variables and view share one). Refused
-    # over any of them: QUERY_TOO_COMPLEX for the first two, TOO_MANY_SUBSCRIPTIONS for the
-    # others (server.http.event_groups).
+    # connection (its subscriptions), per product (or group) watched, per client and per
+    # process (the distinct resolutions: subscribers sharing a document, variables and view
+    # share one). Refused over any of them: QUERY_TOO_COMPLEX for the first two,
+    # TOO_MANY_SUBSCRIPTIONS for the others (server.http.event_groups).
     subscription_event_cost: int = Field(default=5, ge=0, le=100)
     subscription_connection_cost: int = Field(default=20, ge=1, le=10_000)
     subscription_product_cost: int = Field(default=200, ge=1, le=1_000_000)

@@ -10,10 +10,16 @@ For each batch of changes:
 1. every stats item's new counters refresh the process's snapshot, for the scopes it keeps
    (the stream carries the whole table's changes; taking them all in would push out the
    scopes this process's pages use);
-2. every comment change is classified for each subscriber of its product
-   (``storage.live.events.classify``: what that subscriber's listing shows before and after);
-3. the counters of the products that have events are read once for the batch (after the
-   changes were written, so they count them) and handed out with the events.
+2. every comment change is classified for each subscriber of its product, and of the
+   groups it counted in before and counts in after (``storage.live.events.classify``: what
+   that subscriber's listing shows before and after, so a group move enters or leaves a
+   group's listing);
+3. the counters of the products and groups of the listings that have events, and of each
+   distinct facet listing with events whose count they give, are read once for the batch
+   (after the changes were written, so they count them) and handed out with the events:
+   the reads grow with the distinct listings that have events, never with their
+   subscribers (the distinct listings on one product or group are bounded by its budget,
+   server.http.event_groups); a batch nobody is handed an event of reads nothing.
 
 Bounds: a batch is handed out whole; a subscriber that, at the next batch for its
 product, has more than ``queue_size`` events waiting and took none since, or more than
@@ -51,8 +57,11 @@ from storage.live.events import (
     fresh_counts,
 )
 from storage.live.stream import Change
+from storage.model import rules
 from storage.model.comments import RatingCounts
+from storage.model.facet_counts import FacetCounts, FacetListingCounts
 from storage.model.stats import StatsScope
+from storage.reads.facet_reader import facet_listing_counts, group_listing_counts
 from storage.reads.reader import batch_get_counts
 from storage.reads.snapshots import PlanMemory
 
@@ -80,13 +89,65 @@ class TooManySubscribers(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One event for one subscriber: what happened, and the product's counters after it
-    (all languages, and the subscriber's language when it watches one)."""
+    """One event for one subscriber: what happened, and the counters after it of the
+    product or group watched (all languages, and the subscriber's language when it watches
+    one), with the listing's exact count (None: not kept by counters, a listing of several
+    facet values)."""
 
     kind: EventKind
     change: CommentChange
     counts: RatingCounts
     language_counts: RatingCounts | None
+    total: int | None = None
+
+
+def counted_from_facets(listing: Listing) -> bool:
+    """Whether the listing's count takes facet counter items beyond its scope's stats: one
+    facet value, or a product's listing leaving incentivized reviews out (a group's
+    listing counter item counts those itself). With several values no counter says how
+    many comments have them all."""
+    if len(listing.facets) == 1:
+        return True
+    return not listing.facets and listing.exclude_incentivized and not listing.of_group
+
+
+@dataclass(frozen=True, slots=True)
+class _Counters:
+    """What one batch's reads of the counters found (``Feed._read_counts``)."""
+
+    products: dict[StatsScope, RatingCounts]
+    groups: dict[str, FacetCounts]
+    listings: dict[Listing, FacetListingCounts]
+
+    def delivery(self, kind: EventKind, change: CommentChange, listing: Listing) -> Delivery:
+        lang = listing.language
+        if listing.of_group:
+            group = self.groups[listing.product_id]
+            everything = group.as_rating_counts(listing.product_id, None)
+            language = None if lang is None else group.as_rating_counts(listing.product_id, lang)
+        else:
+            everything = self.products[(listing.product_id, None)]
+            language = None if lang is None else self.products[(listing.product_id, lang)]
+        return Delivery(kind, change, everything, language, self._total(listing, language))
+
+    def _total(self, listing: Listing, language: RatingCounts | None) -> int | None:
+        if len(listing.facets) > 1:
+            return None
+        faceted = self.listings.get(listing)
+        if faceted is not None:
+            return faceted.total(listing.as_filter())
+        if listing.of_group:
+            held = self.groups[listing.product_id].matching(
+                listing.language,
+                verified_only=listing.verified_only,
+                exclude_incentivized=listing.exclude_incentivized,
+            )
+            asked = listing.ratings or frozenset(rules.RATINGS)
+            return sum(n for r, n in zip(rules.RATINGS, held, strict=True) if r in asked)
+        own = language or self.products[(listing.product_id, None)]
+        if listing.verified_only:
+            own = own.only_verified()
+        return own.matching(listing.ratings)
 
 
 @dataclass(eq=False, slots=True)
@@ -162,7 +223,8 @@ class Feed:
     # Seconds between the newest change of the last batch being written and its delivery
     # (0 once a poll found nothing).
     lag_seconds: float = 0.0
-    _by_product: dict[str, set[Subscription]] = field(default_factory=dict)
+    # Subscriptions by what they watch (``Listing.watch_key``: a product, or a group).
+    _by_watch: dict[str, set[Subscription]] = field(default_factory=dict)
     _count: int = 0
     # Set while the stream is being followed: subscriptions are refused otherwise.
     _following: asyncio.Event = field(default_factory=asyncio.Event)
@@ -190,23 +252,24 @@ class Feed:
                 f"this server holds {self.max_subscribers} subscriptions, as many as it may"
             )
         subscription = Subscription(listing, self.queue_size)
-        self._by_product.setdefault(listing.product_id, set()).add(subscription)
+        self._by_watch.setdefault(listing.watch_key, set()).add(subscription)
         self._count += 1
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
-        watching = self._by_product.get(subscription.listing.product_id)
+        key = subscription.listing.watch_key
+        watching = self._by_watch.get(key)
         if watching is None or subscription not in watching:
             return
         watching.discard(subscription)
         self._count -= 1
         if not watching:
-            del self._by_product[subscription.listing.product_id]
+            del self._by_watch[key]
 
     def interrupt(self, code: str, message: str) -> None:
         """End every subscription (their clients reload) and drop the snapshot."""
         self.table.memory(PlanMemory).forget()
-        for watching in self._by_product.values():
+        for watching in self._by_watch.values():
             for subscription in watching:
                 subscription.end(Ended(code, message))
 
@@ -220,7 +283,7 @@ class Feed:
                 fresh.append(counts)
                 continue
             event = comment_change(change)
-            if event is not None and event.product_id in self._by_product:
+            if event is not None and not event.watched.isdisjoint(self._by_watch):
                 events.append(event)
         if fresh:
             self.table.memory(PlanMemory).refresh_counts(fresh)
@@ -233,49 +296,73 @@ class Feed:
     async def _hand_out(self, events: list[CommentChange]) -> None:
         # The subscribers the batch is for are those registered when it is handed out: one
         # that subscribes while the counters are read came after these changes (and its
-        # language's counters are not being read).
-        watching = {e.product_id: list(self._by_product.get(e.product_id, ())) for e in events}
-        scopes: dict[StatsScope, None] = {}
-        for product_id, subscriptions in watching.items():
-            scopes[(product_id, None)] = None
-            for subscription in subscriptions:
-                if subscription.listing.language is not None:
-                    scopes[(product_id, subscription.listing.language)] = None
+        # counters are not being read).
+        watching = {
+            key: list(self._by_watch[key])
+            for event in events
+            for key in event.watched
+            if key in self._by_watch
+        }
         for subscriptions in watching.values():
             for subscription in subscriptions:
                 subscription.check_pace()
-        counts = await self._read_counts(list(scopes))
-        if counts is None:
-            for subscriptions in watching.values():
-                for subscription in subscriptions:
-                    subscription.end(
-                        Ended(
-                            "STORAGE_UNAVAILABLE",
-                            "The counters that go with the next event could not be read; "
-                            "subscribe again and reload.",
-                        )
-                    )
-            return
+        # What each subscriber is handed, classified first: counters are read only for
+        # the listings something happened to (a comment no facet listing shows reads none).
+        handed: list[tuple[Subscription, EventKind, CommentChange]] = []
         for event in events:
-            for subscription in watching[event.product_id]:
-                listing = subscription.listing
-                kind = classify(event, listing)
-                if kind is None:
-                    continue
-                language = None
-                if listing.language is not None:
-                    language = counts[(event.product_id, listing.language)]
-                subscription.put(Delivery(kind, event, counts[(event.product_id, None)], language))
+            # A subscription watches one key, so it meets each event once.
+            for key in event.watched:
+                for subscription in watching.get(key, ()):
+                    kind = classify(event, subscription.listing)
+                    if kind is not None:
+                        handed.append((subscription, kind, event))
+        if not handed:
+            return
+        counters = await self._read_counts({s.listing for s, _, _ in handed})
+        if counters is None:
+            for subscription in {s for s, _, _ in handed}:
+                subscription.end(
+                    Ended(
+                        "STORAGE_UNAVAILABLE",
+                        "The counters that go with the next event could not be read; "
+                        "subscribe again and reload.",
+                    )
+                )
+            return
+        for subscription, kind, event in handed:
+            subscription.put(counters.delivery(kind, event, subscription.listing))
 
-    async def _read_counts(self, scopes: list[StatsScope]) -> dict[StatsScope, RatingCounts] | None:
+    async def _read_counts(self, listings: set[Listing]) -> _Counters | None:
+        """The counters of a batch's listings, each item read once for all of them: the
+        products' stats items (all languages and each language watched), the groups'
+        listing counter items, and the facet counters of each distinct listing whose
+        ``totalCount`` they give (``counted_from_facets``)."""
+        scopes: dict[StatsScope, None] = {}
+        groups: dict[str, None] = {}
+        faceted = [listing for listing in listings if counted_from_facets(listing)]
+        for listing in listings:
+            if listing.of_group:
+                groups[listing.product_id] = None
+                continue
+            scopes[(listing.product_id, None)] = None
+            if listing.language is not None:
+                scopes[(listing.product_id, listing.language)] = None
         for attempt in range(COUNTS_ATTEMPTS):
             try:
-                read = await batch_get_counts(self.table, scopes)
+                read = await batch_get_counts(self.table, list(scopes)) if scopes else []
+                by_group = await group_listing_counts(self.table, list(groups)) if groups else {}
+                by_listing = await asyncio.gather(
+                    *(facet_listing_counts(self.table, f.as_filter()) for f in faceted)
+                )
             except StorageError as exc:
                 log.warning("reading counters for events failed (%s)", type(exc).__name__)
                 await asyncio.sleep(0.1 * 2**attempt)
                 continue
-            return {(c.product_id, c.language): c for c in read}
+            return _Counters(
+                {(c.product_id, c.language): c for c in read},
+                by_group,
+                dict(zip(faceted, by_listing, strict=True)),
+            )
         return None
 
     async def follow(

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from storage.base.expressions import Attr, query_request
 from storage.base.types import Item
-from storage.engine.batch import get_together
+from storage.engine.batch import batch_get_items, get_together
 from storage.engine.table import TableRef
 from storage.model import rules
 from storage.model.comments import ListingFilter, Order, PageRequest
@@ -42,6 +42,15 @@ INCENTIVIZED = FacetValue(FacetKind.INCENTIVIZED)
 def counter_key(scope: Scope, value: FacetValue) -> Item:
     """The key of a value's counter item in its scope."""
     return {"PK": {"S": scope.pk}, "SK": {"S": counter_sk(value)}}
+
+
+async def group_listing_counts(table: TableRef, group_ids: list[str]) -> dict[str, FacetCounts]:
+    """Each group's listing counter item (its stats, every language), by group id; zeros
+    for a group no comment counts in yet. One BatchGetItem per 100 groups."""
+    scopes = {g: Scope.group(g) for g in dict.fromkeys(group_ids)}
+    found = await batch_get_items(table, [counter_key(s, GROUP_LISTING) for s in scopes.values()])
+    by_pk = {item["PK"]["S"]: item for item in found}
+    return {g: FacetCounts.of_item(s, GROUP_LISTING, by_pk.get(s.pk)) for g, s in scopes.items()}
 
 
 async def facet_listing_counts(table: TableRef, listing: ListingFilter) -> FacetListingCounts:

@@ -168,6 +168,31 @@ def test_estimate(query: str, variables: dict[str, Any] | None, points: int, nod
     assert bool(found.listings) == ("comments" in query or "moderationQueue" in query)
 
 
+@pytest.mark.parametrize(
+    ("arguments", "points"),
+    [
+        # The product's or group's counters come with every event, read once per batch for
+        # every subscriber: nothing of the subscription's own.
+        ('productId: "p"', 0),
+        ('groupId: "g"', 0),
+        ('productId: "p", language: "en", ratings: [4, 5]', 0),
+        # Facets: the listing's counter items, read together, for its count.
+        ('productId: "p", facets: {topic: "battery"}', 1),
+        ('productId: "p", facets: {excludeIncentivized: true}', 1),
+        ('groupId: "g", facets: {topic: "battery", withPhotos: true}', 1),
+        # A group narrowed to a product: that product's group is read, once.
+        ('groupId: "g", facets: {productId: "p"}', 2),
+    ],
+)
+def test_a_subscription_is_priced_by_what_each_event_reads(arguments: str, points: int) -> None:
+    query = f"subscription {{ commentEvents({arguments}) {{ kind totalCount }} }}"
+    found = estimate(SCHEMA, parse(query), None, None)
+    assert (found.points, found.listings) == (points, frozenset())
+    # Fields under the event add theirs.
+    nested = query.replace("totalCount", "comment { product { stats { total } } }")
+    assert estimate(SCHEMA, parse(nested), None, None).points == points + 1
+
+
 def test_every_list_field_and_every_storage_read_has_a_rule() -> None:
     # A list field without a rule would be counted as one value; a new field that reads
     # storage without one would cost nothing.

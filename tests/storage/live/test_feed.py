@@ -19,8 +19,11 @@ from storage.live.events import EventKind, Listing
 from storage.live.feed import Ended, Feed, Subscription, TooManySubscribers
 from storage.live.stream import Change, ChangeKind
 from storage.model.comments import Comment, RatingCounts, Status
+from storage.model.facet_counts import GROUP_LISTING
+from storage.model.facets import FacetValue, Scope
 from storage.model.items import comment_key, comment_to_item
 from storage.model.stats import stats_key
+from storage.reads.facet_reader import INCENTIVIZED, counter_key
 from storage.reads.snapshots import PlanMemory
 from testing.fake_dynamo import FakeDynamo
 
@@ -54,6 +57,44 @@ steps = st.lists(
     ),
     max_size=40,
 )
+
+
+SMALL = FacetValue.attribute("fit", "small")
+BATTERY = FacetValue.topic("battery")
+# Facet and group listings: a comment's answers, topics and incentivized mark decide
+# whether a product's facet listing shows it, the group it counts in a group's.
+FACET_LISTINGS = [
+    Listing("p", facets=frozenset({SMALL})),
+    Listing("p", facets=frozenset({SMALL, BATTERY}), exclude_incentivized=True),
+    Listing("p", exclude_incentivized=True, language="en"),
+    Listing("g", of_group=True),
+    Listing("g", of_group=True, facets=frozenset({BATTERY}), language="en"),
+    Listing("g", of_group=True, exclude_incentivized=True, ratings=frozenset({4, 5})),
+    Listing("h", of_group=True),
+]
+# A comment's next state: gone, or its status, rating, language, facets, incentivized mark
+# and the group it is in (stored only while published, as writes store it).
+facet_states = st.one_of(
+    st.none(),
+    st.tuples(
+        st.sampled_from(list(Status)),
+        st.integers(3, 5),
+        st.sampled_from(["en", "de"]),
+        st.sampled_from([frozenset(), frozenset({SMALL}), frozenset({SMALL, BATTERY})]),
+        st.booleans(),
+        st.sampled_from([None, "g", "h"]),
+    ),
+)
+facet_steps = st.lists(
+    st.tuples(
+        st.sampled_from(IDS),
+        facet_states,
+        st.sampled_from([None, *range(len(FACET_LISTINGS))]),
+        st.booleans(),
+    ),
+    max_size=40,
+)
+FacetState = tuple[Status, int, str, frozenset[FacetValue], bool, str | None]
 
 
 def _comment(comment_id: str, state: tuple[Status, int, str, str, str]) -> Comment:
@@ -156,6 +197,61 @@ def test_a_subscriber_replaying_its_events_holds_its_listing(
     asyncio.run(run())
 
 
+def _faceted(comment_id: str, state: FacetState) -> Comment:
+    status, rating, language, facets, incentivized, group = state
+    base = _comment(comment_id, (status, rating, language, "x", "p"))
+    published = status is Status.PUBLISHED
+    return replace(
+        base, facets=facets, incentivized=incentivized, group_id=group if published else None
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(facet_steps)
+def test_a_facet_or_group_subscriber_replaying_its_events_holds_its_listing(
+    script: list[tuple[str, FacetState | None, int | None, bool]],
+) -> None:
+    """Edits that add or drop a facet value, the incentivized mark, and group moves (a
+    published comment changing the group it counts in) enter and leave each listing."""
+
+    async def run() -> None:
+        feed = Feed(TableRef(FakeDynamo(), "feed"), queue_size=1000)
+        now: dict[str, Comment] = {}
+        watchers: list[tuple[Listing, _Watcher]] = []
+        batch: list[Change] = []
+        for n, (cid, state, joins, breaks) in enumerate(script):
+            if joins is not None:
+                await feed.deliver(batch)
+                batch = []
+                for _, w in watchers:
+                    w.apply()
+                listing = FACET_LISTINGS[joins]
+                watchers.append((listing, _Watcher(feed.subscribe(listing), _listed(listing, now))))
+            before = now.get(cid)
+            after = None if state is None else _faceted(cid, state)
+            if after is None:
+                now.pop(cid, None)
+            else:
+                now[cid] = after
+            if before is None and after is None:
+                continue
+            kind: ChangeKind = (
+                "INSERT" if before is None else "REMOVE" if after is None else "MODIFY"
+            )
+            batch.append(
+                Change(kind, comment_key(cid), _image(before), _image(after), f"{n:08d}", "s")
+            )
+            if breaks:
+                await feed.deliver(batch)
+                batch = []
+        await feed.deliver(batch)
+        for listing, watcher in watchers:
+            watcher.apply()
+            assert watcher.shown == _listed(listing, now)
+
+    asyncio.run(run())
+
+
 class _Counting(FakeDynamo):
     """The fake, counting the calls made to it."""
 
@@ -195,6 +291,99 @@ async def test_events_carry_the_counters_read_after_the_batch() -> None:
     assert second.language_counts == RatingCounts("p", "en", (0, 0, 0, 2, 0))
     # Reading them refreshed the process's snapshot.
     assert table.memory(PlanMemory).counts("p", None) == first.counts
+
+
+def _counter(scope: Scope, value: FacetValue, **counts: int) -> Item:
+    """A counter item with these counts (``c_all_4=3``: ``c#*#4`` = 3)."""
+    item = counter_key(scope, value)
+    for name, n in counts.items():
+        kind, lang, rating = name.split("_")
+        item[f"{kind}#{'*' if lang == 'all' else lang}#{rating}"] = {"N": str(n)}
+    return item
+
+
+async def test_a_batch_reads_each_listings_counters_once_whatever_its_subscribers() -> None:
+    fake = _Counting()
+    table = TableRef(fake, "feed")
+    product, group = Scope.product("p"), Scope.group("g")
+    await _put(
+        table,
+        {**stats_key("p", None), "count_4": {"N": "5"}, "count_total": {"N": "5"}},
+        _counter(product, SMALL, c_all_4=2, c_en_4=2),
+        _counter(product, INCENTIVIZED, i_all_4=1),
+        _counter(group, GROUP_LISTING, c_all_4=7, c_en_4=4, i_all_4=3),
+    )
+    feed = Feed(table)
+    listings = {
+        "small": Listing("p", facets=frozenset({SMALL})),
+        "honest": Listing("p", exclude_incentivized=True),
+        "two": Listing("p", facets=frozenset({SMALL, BATTERY})),
+        "group": Listing("g", of_group=True, exclude_incentivized=True),
+        "group en": Listing("g", of_group=True, language="en"),
+    }
+    made = replace(
+        _comment(IDS[0], (Status.PUBLISHED, 4, "en", "x", "p")),
+        facets=frozenset({SMALL, BATTERY}),
+        group_id="g",
+    )
+    change = Change("INSERT", comment_key(made.comment_id), None, _image(made), "1", "s")
+    calls: list[list[str]] = []
+    for copies in (1, 40):
+        subscribers = {
+            name: [feed.subscribe(listing) for _ in range(copies)]
+            for name, listing in listings.items()
+        }
+        fake.calls.clear()
+        await feed.deliver([change])
+        calls.append(sorted(fake.calls))
+        got = {name: [await anext(s) for s in subs] for name, subs in subscribers.items()}
+        for subs in subscribers.values():
+            for subscription in subs:
+                feed.unsubscribe(subscription)
+        # Every subscriber of a listing is handed the same counts, exact as its listing's.
+        assert {name: {d.total for d in ds} for name, ds in got.items()} == {
+            "small": {2},
+            "honest": {4},
+            "two": {None},
+            "group": {4},
+            "group en": {4},
+        }
+        assert {d.counts for d in got["group"]} == {RatingCounts("g", None, (0, 0, 0, 7, 0))}
+        assert {d.language_counts for d in got["group en"]} == {
+            RatingCounts("g", "en", (0, 0, 0, 4, 0))
+        }
+    # The products' stats, the groups' listing counters (one BatchGetItem each), and one
+    # read together per listing whose count needs facet counters: the same for 1 or 40
+    # subscribers of each.
+    assert (
+        calls[0]
+        == calls[1]
+        == [
+            "batch_get_item",
+            "batch_get_item",
+            "transact_get_items",
+            "transact_get_items",
+        ]
+    )
+    # A comment none of the facet listings shows reads only what the listings it enters
+    # are counted from: the product's stats (its own listing), none of the facets'.
+    small = feed.subscribe(listings["small"])
+    everything = feed.subscribe(Listing("p"))
+    other = replace(made, comment_id=IDS[1], facets=frozenset(), group_id=None)
+    fake.calls.clear()
+    await feed.deliver(
+        [Change("INSERT", comment_key(other.comment_id), None, _image(other), "2", "s")]
+    )
+    assert fake.calls == ["batch_get_item"]
+    assert (await anext(everything)).total == 5
+    assert not small._queue
+    # Nobody handed anything: nothing read.
+    feed.unsubscribe(everything)
+    fake.calls.clear()
+    await feed.deliver(
+        [Change("MODIFY", comment_key(other.comment_id), _image(other), _image(other), "3", "s")]
+    )
+    assert fake.calls == []
 
 
 async def test_a_stats_change_refreshes_the_snapshot_without_a_read() -> None:

@@ -14,11 +14,11 @@ export type AttributeInput = {
 
 /** What happened to a comment, as the subscriber's listing sees it. */
 export type CommentEventKind =
-  /** A comment of the listing changed its text, title, rating, language or merchant reply and stays in the listing. */
+  /** A comment of the listing changed its text, title, rating, language, merchant reply, answers or topics and stays in the listing. */
   | 'EDITED'
-  /** The comment entered the listing: written (published at once), approved, restored, or edited into the listing's language or ratings. */
+  /** The comment entered the listing: written (published at once), approved, restored, edited into the listing's language, ratings or facets, or (watching a group) its product moved into the group. */
   | 'PUBLISHED'
-  /** The comment left the listing for any reason: deleted, rejected, sent back to moderation, or edited out of the listing's language or ratings. */
+  /** The comment left the listing for any reason: deleted, rejected, sent back to moderation, edited out of the listing's language, ratings or facets, or (watching a group) its product moved out of the group. */
   | 'REMOVED';
 
 /** How a product's comments are sorted; ties go newest first. */
