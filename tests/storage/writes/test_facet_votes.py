@@ -27,6 +27,8 @@ async def _shown(table: TableRef, pid: str, value: FacetValue) -> dict[str, tupl
 
 
 async def test_a_vote_brings_every_entry_of_the_comment_up(table: TableRef) -> None:
+    # A table of its own: verify reads the whole table, which other files' tests share.
+    table = await own_table(table, "facetvotes")
     pid = own_product_id()
     new = NewComment(pid, "en", 4, "battery lasts", "writer", facets=frozenset({BATTERY, FIT}))
     made = (await create_comment(table, new, backoff=FAST)).comment
@@ -59,6 +61,7 @@ async def test_a_follow_up_from_an_older_read_never_sets_a_newer_copy_back(
 
 
 async def test_verify_finds_entry_counts_left_behind_and_repairs_them(table: TableRef) -> None:
+    table = await own_table(table, "facetrepair")
     pid = own_product_id()
     new = NewComment(pid, "de", 5, "Akku hält", "writer", facets=frozenset({BATTERY}))
     made = (await create_comment(table, new, backoff=FAST)).comment
