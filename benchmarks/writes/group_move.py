@@ -28,7 +28,8 @@ first and its move certified (nothing to move) before any figure is taken. Then:
 After every move the end state is checked exactly: what each group holds of the product
 (held counts and the groups' own counters) equals a brute-force count of the comments,
 and ``verify`` is exact. The machine is shared and noisy: wall times are medians, and only
-the counts are exact. Writes ``benchmarks/results/group-move-<stamp>.json``.
+the counts are exact. Writes ``benchmarks/results/group-move-<stamp>.json`` and (not with
+``--quick``) ``docs/benchmarks/group-move.md`` (``benchmarks.writes.group_move_report``).
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from benchmarks.reads import facet_data
 from benchmarks.report import save_result
 from benchmarks.scale.capacity import Account, CapacityProbe
 from benchmarks.writes.costs import Authors
+from benchmarks.writes.group_move_report import write_page
 from server.dev.local_engine import LocalEngine
 from storage.base.errors import StorageError
 from storage.base.types import DynamoClient, Response
@@ -432,6 +435,9 @@ def main() -> None:
     }
     path = save_result("group-move", result, when)
     say(f"wrote {path}")
+    if not args.quick:  # the page shows the full run only
+        source = str(path.relative_to(Path(__file__).resolve().parents[2]))
+        say(f"wrote {write_page(result, source)}")
     if not figures["exact"]:
         raise SystemExit("the end state was not exact")
 

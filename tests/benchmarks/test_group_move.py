@@ -1,5 +1,5 @@
-"""The group move benchmark (benchmarks/writes/group_move.py, behind the group move section
-of docs/benchmarks/facets.md) in its fast form: a product of 60 comments in group A moved
+"""The group move benchmark (benchmarks/writes/group_move.py, behind
+docs/benchmarks/group-move.md) in its fast form: a product of 60 comments in group A moved
 to B while writers write, priced, then a move interrupted and resumed; every end
 state exact against brute force. Figures are checked for shape, never for speed."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from benchmarks.writes import group_move
+from benchmarks.writes import group_move, group_move_report
 from storage.base.types import DynamoClient
 
 
@@ -37,3 +37,7 @@ async def test_the_fast_form_moves_exactly_and_reports(client: DynamoClient) -> 
     assert cut["resumed"]["changed_membership"] is False
     assert cut["resumed"]["moved"] == cut["left_at_cancel"] > 0
     assert cut["redone"] == 0
+    page = group_move_report.lines(result | {"when": "now", "machine": "test"}, "x.json")
+    header = next(line for line in page if line.startswith("| move"))
+    rows = [line for line in page if line.startswith("| 1 |")]
+    assert [line.count("|") for line in rows] == [header.count("|")]
