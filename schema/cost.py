@@ -102,8 +102,9 @@ ROUNDS = 2
 # rounds than this fails with QUERY_TOO_COMPLEX (the request's budget is spent).
 FACET_ROUNDS = 4
 # A summary of topics: its counter items (a Query, more pages past 1 MB: at most this
-# many for every topic the taxonomy allows) and the taxonomy item for labels.
-TOPIC_CALLS = 4 + 1
+# many for every topic the taxonomy allows), and for labels the process's copy of the
+# taxonomy: its head checked, and the taxonomy read when it changed.
+TOPIC_CALLS = 4 + 2
 # Naming all five ratings is no filter, so a fan-out reads at most four partitions; a
 # verified-only read fans out over all five (the verified indexes are per rating).
 FAN_OUT_MAX = len(rules.RATINGS)

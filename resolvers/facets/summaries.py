@@ -21,6 +21,7 @@ from storage.reads.facet_summaries import (
 )
 from storage.reads.groups import product_group
 from storage.writes.facet_settings import StoredTaxonomy, read_definitions, read_taxonomy
+from storage.writes.tagging import TaxonomyCache
 
 
 def product_scope(pid: str) -> Scope:
@@ -123,17 +124,20 @@ async def topics(
     verified_only: bool,
     first: int | None,
 ) -> list[Mention]:
-    """The topics the product's comments mention, most mentioned first, exactly counted."""
+    """The topics the scope's comments mention, most mentioned first, exactly counted. The
+    labels come from the process's copy of the taxonomy (the one writes tag with: its
+    small head item is checked every few seconds, the taxonomy itself read only when it
+    changed), not from a read of the whole taxonomy per request."""
     lang = None if language is None else rules.validate_language(language)
     asked = _ratings(ratings)
-    counters, stored = await asyncio.gather(
+    counters, tagger = await asyncio.gather(
         ctx.storage(scope_counters(ctx.table, scope, FacetKind.TOPIC)),
-        ctx.storage(read_taxonomy(ctx.table)),
+        ctx.storage(ctx.table.memory(TaxonomyCache).tagger(ctx.table)),
     )
     found = topic_mentions(
         counters, language=lang, ratings=asked, verified_only=verified_only, first=first
     )
-    taxonomy = stored.taxonomy
+    taxonomy = None if tagger is None else tagger.taxonomy
     entries = {t.key: t for t in taxonomy.topics} if taxonomy is not None else {}
     default = taxonomy.default_language if taxonomy is not None else "en"
     return [Mention(m, entries.get(m.topic), default) for m in found]

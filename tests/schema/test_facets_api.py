@@ -423,3 +423,18 @@ NODE = "query($id: ID!) { node(id: $id) { id } }"
 async def _published(table: TableRef, pid: str) -> list[Comment]:
     page = await list_comments(table, ListingFilter(pid), PageRequest(100))
     return list(page.comments)
+
+
+async def test_topic_labels_come_from_the_processs_copy_of_the_taxonomy(
+    shop: tuple[Api, list[Comment]],
+) -> None:
+    # The taxonomy (up to 256 KiB) is read once and then only its head, every few
+    # seconds: a second summary within them reads the counter items alone.
+    api, _ = shop
+    query = 'query($p: ID!) { product(productId: $p) { topics { topic label(language: "de") } } }'
+    first = await api.gql(query, {"p": PID})
+    again = await api.gql(query, {"p": PID})
+    assert again["data"] == first["data"]
+    assert again["data"]["product"]["topics"][0]["label"] == "Akkulaufzeit"
+    calls = again["extensions"]["storage"]["callsByOperation"]
+    assert calls == {"query": 1}, calls
