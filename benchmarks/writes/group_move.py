@@ -315,9 +315,14 @@ async def interrupted(table: TableRef, target: str, total: int) -> dict[str, Any
     """A move cancelled in the middle of a page once about half the comments are moved,
     its transactions in flight cut off, checked there, then run again (no writers: what
     the resumed run moved is then exactly what was left)."""
-    cut = Cutter(table.client, total // 2 + PAGE // 3)
+    # Within the comments there are to move (a small run has less than a page), so that
+    # the cut point is reached before the move ends.
+    cut = Cutter(table.client, max(1, min(total - 1, total // 2 + PAGE // 3)))
     first = asyncio.create_task(move_product(TableRef(cut, table.name), PRODUCT, target))
-    await cut.reached.wait()
+    reached = asyncio.create_task(cut.reached.wait())
+    # Whichever comes first: a move that ends before its cut point is not waited on forever.
+    await asyncio.wait({first, reached}, return_when=asyncio.FIRST_COMPLETED)
+    reached.cancel()
     first.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await first
