@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 from resolvers.context import Context
+from resolvers.errors import BadUserInput
 from storage.model import rules
 from storage.model.attributes import VALUES_MAX, DefinitionSet
 from storage.model.facets import FacetKind, Scope
@@ -128,6 +129,8 @@ async def topics(
     labels come from the process's copy of the taxonomy (the one writes tag with: its
     small head item is checked every few seconds, the taxonomy itself read only when it
     changed), not from a read of the whole taxonomy per request."""
+    if first is not None and first < 0:
+        raise BadUserInput("first must not be negative")
     lang = None if language is None else rules.validate_language(language)
     asked = _ratings(ratings)
     counters, tagger = await asyncio.gather(

@@ -9,7 +9,6 @@ import strawberry
 from strawberry import relay
 
 from resolvers.comments import reads as comment_reads
-from resolvers.errors import BadUserInput
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
 from resolvers.products import groups
@@ -195,8 +194,6 @@ class ProductGroup(relay.Node):
     ) -> list[Annotated[TopicMention, strawberry.lazy("schema.facets.types")]] | None:
         from schema.facets.types import TopicMention
 
-        if first is not None and first < 0:
-            raise BadUserInput("first must not be negative")
         found = await summaries.topics(
             info.context,
             summaries.group_scope(self.group_id),

@@ -8,7 +8,6 @@ import strawberry
 from strawberry import relay
 
 from resolvers.comments import reads as comment_reads
-from resolvers.errors import BadUserInput
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
 from resolvers.products import groups, stats
@@ -193,8 +192,6 @@ class Product(relay.Node):
     ) -> list[Annotated[TopicMention, strawberry.lazy("schema.facets.types")]] | None:
         from schema.facets.types import TopicMention
 
-        if first is not None and first < 0:
-            raise BadUserInput("first must not be negative")
         found = await summaries.topics(
             info.context,
             summaries.product_scope(self.product_id),
