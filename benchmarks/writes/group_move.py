@@ -315,9 +315,11 @@ async def interrupted(table: TableRef, target: str, total: int) -> dict[str, Any
     """A move cancelled in the middle of a page once about half the comments are moved,
     its transactions in flight cut off, checked there, then run again (no writers: what
     the resumed run moved is then exactly what was left)."""
-    # Within the comments there are to move (a small run has less than a page), so that
-    # the cut point is reached before the move ends.
-    cut = Cutter(table.client, max(1, min(total - 1, total // 2 + PAGE // 3)))
+    # A third into a page past the middle, but well within the comments there are to move
+    # (a small run has less than a page): the membership change and the moves in flight
+    # (up to the move's concurrency) start after the cut point too, and a cut point near
+    # the end was reached by the move's last transaction or not at all.
+    cut = Cutter(table.client, max(1, total // 2 + min(PAGE // 3, total // 4)))
     first = asyncio.create_task(move_product(TableRef(cut, table.name), PRODUCT, target))
     reached = asyncio.create_task(cut.reached.wait())
     # Whichever comes first: a move that ends before its cut point is not waited on forever.
@@ -349,6 +351,8 @@ async def interrupted(table: TableRef, target: str, total: int) -> dict[str, Any
             "calls": dict(sorted(meter.calls.items())),
             "engine_wcu": round(meter.write_capacity, 1),
         },
+        "cut_at": cut.at,
+        "cut_reached": cut.reached.is_set(),
         "left_at_cancel": left,
         "redone": resumed.moved - left,  # comments moved twice: none, if exact
     }

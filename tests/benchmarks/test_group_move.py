@@ -32,6 +32,7 @@ async def test_the_fast_form_moves_exactly_and_reports(client: DynamoClient) -> 
     assert result["baseline"]["create_wcu"] > 0
     assert result["wcu_per_comment_vs_create"] > 0
     cut = result["interrupted"]
+    assert cut["cut_reached"], cut["cut_at"]
     assert cut["exact_at_cancel"]
     assert cut["end"]["exact"]
     assert cut["resumed"]["changed_membership"] is False
