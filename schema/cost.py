@@ -9,6 +9,8 @@ times it can run, which is the product of the page sizes and list lengths above 
     Query.topProducts(first)             LEADERBOARD_CALLS (every shard, the layout: a
                                          bound); fields below run `first` times
     Product.stats, .lastCommentedAt      1
+    Product.structuredData(reviews)      as Product.comments(first: reviews), its listing
+                                         without filters (ProductGroup's: as its comments)
     Product.comments(ratings, first)     1 (the counters) + the page's queries: one partition
                                          (no filter, one rating) is read in one round, a
                                          fan-out or filtered read in two (the top-ups), one
@@ -72,6 +74,7 @@ from strawberry.types import ExecutionContext
 from resolvers.context import Context
 from resolvers.errors import BadUserInput
 from resolvers.pages import page_size
+from resolvers.products.snippets import REVIEWS_DEFAULT, REVIEWS_MAX
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
 from schema.viewer import KNOWN_ROLES
 from storage.base.errors import InvalidInput
@@ -189,6 +192,25 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
     return FieldCost(1 + queries, 1, Lengths(size, queries))
 
 
+def _structured_data(
+    listing: Callable[[Args, Lengths], FieldCost],
+) -> Callable[[Args, Lengths], FieldCost]:
+    """Review markup: the counters and the first ``reviews`` of the newest-first listing
+    without filters, priced as that listing (``reviews`` out of range: its maximum)."""
+
+    def cost(args: Args, lengths: Lengths) -> FieldCost:
+        reviews = REVIEWS_MAX if args is None else args.get("reviews")
+        if reviews is None:
+            reviews = REVIEWS_DEFAULT
+        if isinstance(reviews, bool) or not isinstance(reviews, int):
+            reviews = REVIEWS_MAX
+        elif not 0 <= reviews <= REVIEWS_MAX:
+            reviews = REVIEWS_MAX  # refused when it runs; priced at the worst case
+        return listing({"first": reviews, "verifiedOnly": False, "orderBy": "NEWEST"}, lengths)
+
+    return cost
+
+
 def _filtered(args: Mapping[str, Any], facets: object) -> bool:
     """Whether a facet listing's queries filter (several values, verified purchases only,
     incentivized reviews left out), or may: unreadable facets are priced as if."""
@@ -289,6 +311,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Product", "stats"): _calls(1),
     ("Product", "lastCommentedAt"): _calls(1),
     ("Product", "comments"): _comments,
+    ("Product", "structuredData"): _structured_data(_comments),
     # The product's group (whose definitions a grouped product's are), then them.
     ("Product", "attributeDefinitions"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
     # The scope's answer counters (one Query), the product's group and the definitions
@@ -314,6 +337,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("ProductGroup", "products"): _members,
     ("ProductGroup", "stats"): _calls(1),
     ("ProductGroup", "comments"): _group_comments,
+    ("ProductGroup", "structuredData"): _structured_data(_group_comments),
     ("ProductGroup", "attributeDefinitions"): lambda _a, _l: FieldCost(1, ATTRIBUTES_MAX),
     ("ProductGroup", "attributeSummary"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
     ("ProductGroup", "topics"): _topics,

@@ -10,12 +10,30 @@ from strawberry import relay
 from resolvers.comments import reads as comment_reads
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
-from resolvers.products import groups, stats
+from resolvers.products import groups, snippets, stats
 from schema.comments.orders import CommentOrder
 from schema.context import Info
 from schema.scalars import DateTime
 from storage.model import rules
+from storage.model.catalogue import NAME_MAX
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCounts
+
+# What structuredData is, said once for both types that offer it.
+STRUCTURED_DATA = (
+    "schema.org review markup (JSON-LD) for search engines' review snippets: a String of "
+    'JSON, serialized and escaped by the server for a <script type="application/ld+json"> '
+    "element, to be embedded verbatim and not parsed and re-serialized (<, >, & and "
+    "U+2028/U+2029 are written as \\u escapes, so no review text can end the element; a "
+    "JSON library would write them as they are). The exact counters of published comments "
+    "(aggregateRating: ratingValue the mean to 2 decimals, reviewCount, bestRating 5, "
+    "worstRating 1) and the newest published comments as reviews (author, datePublished, "
+    "reviewRating, reviewBody, name: the title, inLanguage). Null when no published comment "
+    "is counted: no markup without reviews. language: that language's counters and "
+    f"comments only; reviews: how many, 0..{snippets.REVIEWS_MAX} (default "
+    f"{snippets.REVIEWS_DEFAULT}); name: the name the page shows, at most {NAME_MAX} "
+    "characters, else the id (the service stores no product names). Merchant replies are "
+    "never reviews; a comment written with a merchant token cannot be told apart."
+)
 
 if TYPE_CHECKING:
     from schema.comments.connection import CommentConnection
@@ -115,6 +133,18 @@ class Product(relay.Node):
             facets=NO_FACETS if facets is None else facets.checked(),
         )
         return CommentConnection.from_listing(page)
+
+    @strawberry.field(description=STRUCTURED_DATA)
+    async def structured_data(
+        self,
+        info: Info,
+        name: str | None = None,
+        language: str | None = None,
+        reviews: int | None = None,
+    ) -> str | None:
+        return await snippets.product_markup(
+            info.context, self.product_id, name=name, language=language, reviews=reviews
+        )
 
     @strawberry.field(
         description="The group of products (variants) this product belongs to; null when it "
