@@ -27,7 +27,8 @@ times it can run, which is the product of the page sizes and list lengths above 
     Mutation.*                           MUTATION_STORAGE_CALLS (a report: one more)
 
 Nodes count every object of the response (a connection, each edge, each comment...), with
-list fields at their longest; an object that selects one field under several aliases counts
+list fields at their longest, and the objects a review markup string holds (its product
+and each review); an object that selects one field under several aliases counts
 once per copy. A response is therefore at most nodes x the largest object (a comment).
 
 The estimate is total: every document that reaches execution gets a number. A field whose
@@ -47,7 +48,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from graphql import (
@@ -142,6 +143,8 @@ class FieldCost:
     points: int = 0  # storage calls of one execution of the field
     items: int = 1  # values one execution returns (a list's length)
     lengths: Lengths | None = None  # list lengths below it, when it sets new ones
+    # Objects a scalar value holds, counted as nodes: a markup string's reviews.
+    held: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +209,9 @@ def _structured_data(
             reviews = REVIEWS_MAX
         elif not 0 <= reviews <= REVIEWS_MAX:
             reviews = REVIEWS_MAX  # refused when it runs; priced at the worst case
-        return listing({"first": reviews, "verifiedOnly": False, "orderBy": "NEWEST"}, lengths)
+        found = listing({"first": reviews, "verifiedOnly": False, "orderBy": "NEWEST"}, lengths)
+        # The string holds the product and its reviews, each about a comment's size.
+        return replace(found, held=1 + reviews)
 
     return cost
 
@@ -469,7 +474,7 @@ class Estimator:
             self.listings.add(f"{parent.name}.{name}")
         named = get_named_type(definition.type)
         if node.selection_set is None or not isinstance(named, Composite):
-            return _Tally(cost.points, 0, leaf)
+            return _Tally(cost.points, cost.held, leaf)
         below = cost.lengths or lengths
         points = objects = 0
         for runtime in self._possible(named):

@@ -20,19 +20,16 @@ from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCount
 
 # What structuredData is, said once for both types that offer it.
 STRUCTURED_DATA = (
-    "schema.org review markup (JSON-LD) for search engines' review snippets: a String of "
-    'JSON, serialized and escaped by the server for a <script type="application/ld+json"> '
-    "element, to be embedded verbatim and not parsed and re-serialized (<, >, & and "
-    "U+2028/U+2029 are written as \\u escapes, so no review text can end the element; a "
-    "JSON library would write them as they are). The exact counters of published comments "
-    "(aggregateRating: ratingValue the mean to 2 decimals, reviewCount, bestRating 5, "
-    "worstRating 1) and the newest published comments as reviews (author, datePublished, "
-    "reviewRating, reviewBody, name: the title, inLanguage). Null when no published comment "
-    "is counted: no markup without reviews. language: that language's counters and "
-    f"comments only; reviews: how many, 0..{snippets.REVIEWS_MAX} (default "
-    f"{snippets.REVIEWS_DEFAULT}); name: the name the page shows, at most {NAME_MAX} "
-    "characters, else the id (the service stores no product names). Merchant replies are "
-    "never reviews; a comment written with a merchant token cannot be told apart."
+    "Review markup for search engines (schema.org JSON-LD): a String of JSON the server has "
+    'serialized for a <script type="application/ld+json"> element, to paste verbatim, never '
+    "parsed and re-serialized (it writes <, >, & and U+2028/U+2029 as \\u escapes; a JSON "
+    "library would not, and a review could end the element). aggregateRating holds the exact "
+    "counters of published comments (ratingValue: the mean to 2 decimals), review the newest "
+    "published comments. Null without published comments. language: that language's only; "
+    f"reviews: how many, 0..{snippets.REVIEWS_MAX} (default {snippets.REVIEWS_DEFAULT}); "
+    f"name: the name the page shows (at most {NAME_MAX} characters), else the id: the "
+    "service stores no names. Merchant replies are never reviews; a comment written with a "
+    "merchant token cannot be told apart."
 )
 
 if TYPE_CHECKING:
