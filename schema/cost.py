@@ -9,6 +9,8 @@ times it can run, which is the product of the page sizes and list lengths above 
     Query.topProducts(first)             LEADERBOARD_CALLS (every shard, the layout: a
                                          bound); fields below run `first` times
     Product.stats, .lastCommentedAt      1
+    Product.structuredData(reviews)      as Product.comments(first: reviews), its listing
+                                         without filters (ProductGroup's: as its comments)
     Product.comments(ratings, first)     1 (the counters) + the page's queries: one partition
                                          (no filter, one rating) is read in one round, a
                                          fan-out or filtered read in two (the top-ups), one
@@ -25,7 +27,8 @@ times it can run, which is the product of the page sizes and list lengths above 
     Mutation.*                           MUTATION_STORAGE_CALLS (a report: one more)
 
 Nodes count every object of the response (a connection, each edge, each comment...), with
-list fields at their longest; an object that selects one field under several aliases counts
+list fields at their longest, and the objects a review markup string holds (its product
+and each review); an object that selects one field under several aliases counts
 once per copy. A response is therefore at most nodes x the largest object (a comment).
 
 The estimate is total: every document that reaches execution gets a number. A field whose
@@ -45,7 +48,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from graphql import (
@@ -72,6 +75,7 @@ from strawberry.types import ExecutionContext
 from resolvers.context import Context
 from resolvers.errors import BadUserInput
 from resolvers.pages import page_size
+from resolvers.products.snippets import REVIEWS_DEFAULT, REVIEWS_MAX
 from schema.limits import LIST_CAPS, check_variable_sizes, list_cap, list_too_long
 from schema.viewer import KNOWN_ROLES
 from storage.base.errors import InvalidInput
@@ -139,6 +143,8 @@ class FieldCost:
     points: int = 0  # storage calls of one execution of the field
     items: int = 1  # values one execution returns (a list's length)
     lengths: Lengths | None = None  # list lengths below it, when it sets new ones
+    # Objects a scalar value holds, counted as nodes: a markup string's reviews.
+    held: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +193,27 @@ def _comments(args: Args, _: Lengths) -> FieldCost:
         rounds = FACET_ROUNDS if args is None or _filtered(args, facets) else ROUNDS
     queries = _page_calls(size) * (1 if single else rounds * max(width, 1))
     return FieldCost(1 + queries, 1, Lengths(size, queries))
+
+
+def _structured_data(
+    listing: Callable[[Args, Lengths], FieldCost],
+) -> Callable[[Args, Lengths], FieldCost]:
+    """Review markup: the counters and the first ``reviews`` of the newest-first listing
+    without filters, priced as that listing (``reviews`` out of range: its maximum)."""
+
+    def cost(args: Args, lengths: Lengths) -> FieldCost:
+        reviews = REVIEWS_MAX if args is None else args.get("reviews")
+        if reviews is None:
+            reviews = REVIEWS_DEFAULT
+        if isinstance(reviews, bool) or not isinstance(reviews, int):
+            reviews = REVIEWS_MAX
+        elif not 0 <= reviews <= REVIEWS_MAX:
+            reviews = REVIEWS_MAX  # refused when it runs; priced at the worst case
+        found = listing({"first": reviews, "verifiedOnly": False, "orderBy": "NEWEST"}, lengths)
+        # The string holds the product and its reviews, each about a comment's size.
+        return replace(found, held=1 + reviews)
+
+    return cost
 
 
 def _filtered(args: Mapping[str, Any], facets: object) -> bool:
@@ -289,6 +316,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Product", "stats"): _calls(1),
     ("Product", "lastCommentedAt"): _calls(1),
     ("Product", "comments"): _comments,
+    ("Product", "structuredData"): _structured_data(_comments),
     # The product's group (whose definitions a grouped product's are), then them.
     ("Product", "attributeDefinitions"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
     # The scope's answer counters (one Query), the product's group and the definitions
@@ -314,6 +342,7 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("ProductGroup", "products"): _members,
     ("ProductGroup", "stats"): _calls(1),
     ("ProductGroup", "comments"): _group_comments,
+    ("ProductGroup", "structuredData"): _structured_data(_group_comments),
     ("ProductGroup", "attributeDefinitions"): lambda _a, _l: FieldCost(1, ATTRIBUTES_MAX),
     ("ProductGroup", "attributeSummary"): lambda _a, _l: FieldCost(2, ATTRIBUTES_MAX),
     ("ProductGroup", "topics"): _topics,
@@ -445,7 +474,7 @@ class Estimator:
             self.listings.add(f"{parent.name}.{name}")
         named = get_named_type(definition.type)
         if node.selection_set is None or not isinstance(named, Composite):
-            return _Tally(cost.points, 0, leaf)
+            return _Tally(cost.points, cost.held, leaf)
         below = cost.lengths or lengths
         points = objects = 0
         for runtime in self._possible(named):

@@ -11,10 +11,10 @@ from strawberry import relay
 from resolvers.comments import reads as comment_reads
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
-from resolvers.products import groups
+from resolvers.products import groups, snippets
 from schema.comments.orders import CommentOrder
 from schema.context import Info
-from schema.products.types import Product, RatingStats
+from schema.products.types import STRUCTURED_DATA, Product, RatingStats
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 
 if TYPE_CHECKING:
@@ -137,6 +137,22 @@ class ProductGroup(relay.Node):
             of_group=True,
         )
         return CommentConnection.from_listing(page)
+
+    @strawberry.field(
+        description=f"{STRUCTURED_DATA} Here a ProductGroup (productGroupID: the group's id) "
+        "over the published comments of all its products, as its stats and comments count "
+        "and list them."
+    )
+    async def structured_data(
+        self,
+        info: Info,
+        name: str | None = None,
+        language: str | None = None,
+        reviews: int | None = None,
+    ) -> str | None:
+        return await snippets.group_markup(
+            info.context, self.group_id, name=name, language=language, reviews=reviews
+        )
 
     @strawberry.field(
         description="The attributes the shop asks reviewers of the group's products, in "

@@ -10,12 +10,27 @@ from strawberry import relay
 from resolvers.comments import reads as comment_reads
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
-from resolvers.products import groups, stats
+from resolvers.products import groups, snippets, stats
 from schema.comments.orders import CommentOrder
 from schema.context import Info
 from schema.scalars import DateTime
 from storage.model import rules
+from storage.model.catalogue import NAME_MAX
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RatingCounts
+
+# What structuredData is, said once for both types that offer it.
+STRUCTURED_DATA = (
+    "Review markup for search engines (schema.org JSON-LD): a String of JSON the server has "
+    'serialized for a <script type="application/ld+json"> element, to paste verbatim, never '
+    "parsed and re-serialized (it writes <, >, & and U+2028/U+2029 as \\u escapes; a JSON "
+    "library would not, and a review could end the element). aggregateRating holds the exact "
+    "counters of published comments (ratingValue: the mean to 2 decimals), review the newest "
+    "published comments. Null without published comments. language: that language's only; "
+    f"reviews: how many, 0..{snippets.REVIEWS_MAX} (default {snippets.REVIEWS_DEFAULT}); "
+    f"name: the name the page shows (at most {NAME_MAX} characters), else the id: the "
+    "service stores no names. Merchant replies are never reviews; a comment written with a "
+    "merchant token cannot be told apart."
+)
 
 if TYPE_CHECKING:
     from schema.comments.connection import CommentConnection
@@ -115,6 +130,18 @@ class Product(relay.Node):
             facets=NO_FACETS if facets is None else facets.checked(),
         )
         return CommentConnection.from_listing(page)
+
+    @strawberry.field(description=STRUCTURED_DATA)
+    async def structured_data(
+        self,
+        info: Info,
+        name: str | None = None,
+        language: str | None = None,
+        reviews: int | None = None,
+    ) -> str | None:
+        return await snippets.product_markup(
+            info.context, self.product_id, name=name, language=language, reviews=reviews
+        )
 
     @strawberry.field(
         description="The group of products (variants) this product belongs to; null when it "

@@ -28,6 +28,7 @@ import {
   DeleteCommentDocument,
   LeaderboardDocument,
   ProductCommentsDocument,
+  ProductMarkupDocument,
   ProductPageDocument,
   ViewerVotesDocument,
   VoteHelpfulDocument,
@@ -150,6 +151,37 @@ describe('operations against a live server', () => {
     assert.equal(comments.pageInfo.startCursor, comments.edges[0]?.cursor);
     assert.equal(comments.pageInfo.endCursor, comments.edges[2]?.cursor);
     assert.equal(product.lastCommentedAt, comments.edges[0]?.node.createdAt);
+  });
+
+  test('the review markup: a JSON-LD string with the exact counters and the newest reviews', async () => {
+    const variables = { productId, name: 'Shoe </script>', reviews: 2 };
+    const { data } = await makeClient().query({ query: ProductMarkupDocument, variables });
+    const markup = data?.product?.structuredData;
+    assert.ok(markup);
+    // Serialized and escaped for a <script> element by the server: nothing in it ends one.
+    assert.doesNotMatch(markup, /[<>&\u2028\u2029]/);
+    const item = JSON.parse(markup) as {
+      '@type': string;
+      name: string;
+      aggregateRating: Record<string, unknown>;
+      review: Array<{ reviewBody: string; name: string; reviewRating: { ratingValue: number } }>;
+    };
+    assert.equal(item['@type'], 'Product');
+    assert.equal(item.name, 'Shoe </script>');
+    assert.deepEqual(item.aggregateRating, {
+      '@type': 'AggregateRating',
+      ratingValue: 3.57, // 25 / 7, to 2 decimals
+      reviewCount: 7,
+      bestRating: 5,
+      worstRating: 1,
+    });
+    assert.deepEqual(
+      item.review.map((review) => [review.reviewBody, review.name, review.reviewRating.ratingValue]),
+      [
+        ['Comment 6', 'Title 6', 2],
+        ['Comment 5', 'Title 5', 5],
+      ],
+    );
   });
 
   test('the cache walks three pages forwards (first/after) into one list', async () => {
