@@ -53,8 +53,7 @@ def add_parser(
     """Register ``export`` on the command's subparsers."""
     export = sub.add_parser(
         "export",
-        help="write the published reviews as a feed file (Google's product review feed); "
-        "resumable",
+        help="write the published reviews as a feed file (Google's product review feed); resumable",
         description="Write every published review (or, with --since, every review changed "
         "since then) as Google's product review feed, schema 2.4, to --output or stdout. "
         "The table is scanned in parallel segments, in constant memory, with a progress line "

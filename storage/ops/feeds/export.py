@@ -339,7 +339,9 @@ class _Scan:
                 names[f"#t{i}"] = name
                 windows.append(f"(#t{i} >= :since AND #t{i} < :cutoff)")
             changed = " OR ".join(windows[:-1])
-            expression = f"({comment} AND ({changed})) OR (begins_with(#pk, :import) AND {windows[-1]})"
+            expression = (
+                f"({comment} AND ({changed})) OR (begins_with(#pk, :import) AND {windows[-1]})"
+            )
         params: dict[str, Any] = {
             "TableName": self.table.name,
             "Limit": o.page_items,

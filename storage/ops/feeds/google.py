@@ -1,9 +1,9 @@
 """Google's product review feed (schema 2.4): the document's head and tail, and one review.
 
-The feed is written as text, a review at a time, never held as a document: ``head``, ``REVIEWS_OPEN``,
-``REVIEWS_CLOSE`` and ``FEED_CLOSE`` frame it, ``review_xml`` gives one ``<review>`` element, in the element order of
-Google's schema (``product_reviews.xsd`` beside this module, an xs:sequence). Pure: it
-formats what it is given.
+The feed is written as text, a review at a time, never held as a document: ``head``,
+``REVIEWS_OPEN``, ``REVIEWS_CLOSE`` and ``FEED_CLOSE`` frame it, ``review_xml`` gives one
+``<review>`` element, in the element order of Google's schema (``product_reviews.xsd``
+beside this module, an xs:sequence). Pure: it formats what it is given.
 
 Texts are made safe for XML 1.0 here, whatever storage holds:
 
@@ -39,7 +39,15 @@ RATING_MAX: Final = 5
 _ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 _ATTRIBUTE_ESCAPES = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;", "\n": "&#10;", "\t": "&#9;"}
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&quot;",
+        "\r": "&#13;",
+        "\n": "&#10;",
+        "\t": "&#9;",
+    }
 )
 
 
@@ -117,9 +125,7 @@ def review_xml(review: FeedReview) -> str:
     out = ["    <review>", f"      <review_id>{text(c.comment_id)}</review_id>"]
     anonymous = "true" if name is None else "false"
     shown = ANONYMOUS if name is None else name
-    out.append(
-        f'      <reviewer><name is_anonymous="{anonymous}">{text(shown)}</name></reviewer>'
-    )
+    out.append(f'      <reviewer><name is_anonymous="{anonymous}">{text(shown)}</name></reviewer>')
     out.append(f"      <is_verified_purchase>{_bool(c.verified)}</is_verified_purchase>")
     out.append(f"      <is_incentivized_review>{_bool(c.incentivized)}</is_incentivized_review>")
     out.append(f"      <review_timestamp>{text(c.created_at)}</review_timestamp>")

@@ -67,7 +67,9 @@ class UrlTemplate:
         if parts_.username is not None or parts_.password is not None:
             raise InvalidTemplate("a page's URL holds no user name or password")
         if "{" in urlsplit(text).netloc:
-            raise InvalidTemplate("placeholders may not stand in the host: an id must not pick the site")
+            raise InvalidTemplate(
+                "placeholders may not stand in the host: an id must not pick the site"
+            )
         return cls(text, frozenset(used))
 
     @property

@@ -40,9 +40,7 @@ HOSTILE = [
 ]
 OPTIONS = FeedOptions(
     Publisher("Shop & <Co>", "https://shop.example/favicon.ico", "Agg \u2028"),
-    UrlTemplate.parse(
-        "https://shop.example/p/{productId}#review-{commentId}", REVIEW_PLACEHOLDERS
-    ),
+    UrlTemplate.parse("https://shop.example/p/{productId}#review-{commentId}", REVIEW_PLACEHOLDERS),
     UrlTemplate.parse("https://shop.example/p/{productId}", PRODUCT_PLACEHOLDERS),
     segments=3,
     page_items=4,
@@ -126,9 +124,11 @@ async def test_full_feed_is_valid_with_hostile_texts_and_has_each_published_revi
     ids = review_ids(document)
     assert sorted(ids) == sorted([c.comment_id for c in published] + ["c0102"])
     assert done.reviews == len(ids) == 31
-    assert done.withdrawn == 0 and done.unmatched == 10  # p-c has no catalogue line
+    assert done.withdrawn == 0
+    assert done.unmatched == 10  # p-c has no catalogue line
     raw = output.read_text(encoding="utf-8")
-    assert "\x00" not in raw and "\x0b" not in raw and "\ufffe" not in raw
+    for illegal in "\x00\x0b\ufffe":
+        assert illegal not in raw
     assert "&#13;" in raw  # a carriage return survives parsing
     one = document.find("reviews/review[review_id='c0001']")
     assert one is not None
@@ -146,7 +146,7 @@ async def test_full_feed_is_valid_with_hostile_texts_and_has_each_published_revi
     assert zero.findtext("products/product/product_ids/brands/brand") == "Acme <1>"
     assert zero.find("reviewer/name").get("is_anonymous") == "true"  # type: ignore[union-attr]
     # The parts, the checkpoint and the assembly file are gone.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["feed.xml"]
+    assert sorted(await asyncio.to_thread(os.listdir, tmp_path)) == ["feed.xml"]
 
 
 @pytest.mark.engine
@@ -196,16 +196,27 @@ async def test_an_incremental_feed_holds_what_changed_in_its_window_once(
             }
         )
     items.append(  # an import in the window of a comment deleted since
-        {"PK": {"S": "IMPORT#3"}, "SK": {"S": "IMPORT#3"}, "commentId": {"S": "gone"},
-         "importedAt": {"S": new}}
+        {
+            "PK": {"S": "IMPORT#3"},
+            "SK": {"S": "IMPORT#3"},
+            "commentId": {"S": "gone"},
+            "importedAt": {"S": new},
+        }
     )
     await put_all(own, items)
     options = replace(OPTIONS, since=SINCE)
     output = tmp_path / "since.xml"
     done = await asyncio.wait_for(export_feed(own, output, options, lookup, clock=lambda: NOW), 60)
     document = parsed(output)
-    expected = {"created", "edited", "approved", "rejected", "reported", "imported",
-                "imported-and-edited"}
+    expected = {
+        "created",
+        "edited",
+        "approved",
+        "rejected",
+        "reported",
+        "imported",
+        "imported-and-edited",
+    }
     assert sorted(review_ids(document)) == sorted(cases[n].comment_id for n in expected)
     spam = {
         str(r.findtext("review_id")): r.findtext("is_spam")
@@ -292,6 +303,13 @@ class Synthetic(ClientWrapper):
     def __init__(self, count: int) -> None:
         super().__init__(inner=self)
         self.count = count
+        self.base = comment_to_item(
+            comment(0, title="A title", author_name="Ann", body="Good " * 40)
+        )
+
+    def _item(self, n: int) -> Item:
+        key = {"S": f"COMMENT#c{n:07d}"}
+        return {**self.base, "PK": key, "SK": key, "commentId": {"S": f"c{n:07d}"}}
 
     async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
         assert operation == "scan"
@@ -299,8 +317,7 @@ class Synthetic(ClientWrapper):
         share = range(segment, self.count, segments)
         start = int(kwargs.get("ExclusiveStartKey", {"n": {"N": "0"}})["n"]["N"])
         stop = min(start + kwargs["Limit"], len(share))
-        items = [comment_to_item(comment(share[i], title="A title", author_name="Ann",
-                                         body="Good " * 40)) for i in range(start, stop)]
+        items = [self._item(share[i]) for i in range(start, stop)]
         response: Response = {"Items": items, "ScannedCount": len(items)}
         if stop < len(share):
             response["LastEvaluatedKey"] = {"n": {"N": str(stop)}}
