@@ -305,6 +305,37 @@ def _save(path: Path, checkpoint: Checkpoint) -> None:
     os.replace(spare, path)
 
 
+def scan_params(table: str, o: FeedOptions, cutoff: str, segment: int) -> dict[str, Any]:
+    """The Scan request of one segment's first page: what the feed's filter returns."""
+    names = {"#pk": "PK", "#sk": "SK"}
+    values: dict[str, Any] = {":comment": {"S": keys.COMMENT_PREFIX}}
+    comment = "begins_with(#pk, :comment) AND #pk = #sk"
+    if o.since is None:
+        names["#status"] = STATUS_ATTR
+        values[":published"] = {"S": Status.PUBLISHED.value}
+        expression = f"{comment} AND (attribute_not_exists(#status) OR #status = :published)"
+    else:
+        values[":since"] = {"S": o.since}
+        values[":cutoff"] = {"S": cutoff}
+        values[":import"] = {"S": keys.IMPORT_PREFIX}
+        windows = []
+        for i, name in enumerate((*_CHANGE_TIMES, _IMPORTED_AT)):
+            names[f"#t{i}"] = name
+            windows.append(f"(#t{i} >= :since AND #t{i} < :cutoff)")
+        changed = " OR ".join(windows[:-1])
+        expression = f"({comment} AND ({changed})) OR (begins_with(#pk, :import) AND {windows[-1]})"
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Limit": o.page_items,
+        "FilterExpression": expression,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+    if o.segments > 1:
+        params.update(Segment=segment, TotalSegments=o.segments)
+    return params
+
+
 class _Scan:
     """The segments' shared state: one checkpoint, saved after each segment's page."""
 
@@ -322,36 +353,7 @@ class _Scan:
         self.tell: Callable[[], None] = lambda: None
 
     def _params(self, segment: int) -> dict[str, Any]:
-        o = self.options
-        names = {"#pk": "PK", "#sk": "SK"}
-        values: dict[str, Any] = {":comment": {"S": keys.COMMENT_PREFIX}}
-        comment = "begins_with(#pk, :comment) AND #pk = #sk"
-        if o.since is None:
-            names["#status"] = STATUS_ATTR
-            values[":published"] = {"S": Status.PUBLISHED.value}
-            expression = f"{comment} AND (attribute_not_exists(#status) OR #status = :published)"
-        else:
-            values[":since"] = {"S": o.since}
-            values[":cutoff"] = {"S": self.checkpoint.cutoff}
-            values[":import"] = {"S": keys.IMPORT_PREFIX}
-            windows = []
-            for i, name in enumerate((*_CHANGE_TIMES, _IMPORTED_AT)):
-                names[f"#t{i}"] = name
-                windows.append(f"(#t{i} >= :since AND #t{i} < :cutoff)")
-            changed = " OR ".join(windows[:-1])
-            expression = (
-                f"({comment} AND ({changed})) OR (begins_with(#pk, :import) AND {windows[-1]})"
-            )
-        params: dict[str, Any] = {
-            "TableName": self.table.name,
-            "Limit": o.page_items,
-            "FilterExpression": expression,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
-        if o.segments > 1:
-            params.update(Segment=segment, TotalSegments=o.segments)
-        return params
+        return scan_params(self.table.name, self.options, self.checkpoint.cutoff, segment)
 
     async def segment(self, k: int) -> None:
         state = self.checkpoint.segments[k]
