@@ -16,8 +16,9 @@ review schema has no deletion list. A new comment still waiting for its first de
 is not sent. A deleted comment has no item left to find: it leaves Google with the next
 full feed (Google asks for one at least monthly). Every timestamp after the cutoff is a
 change for the next window, so no change is lost between runs, and a comment is sent
-once per feed: by its own item when its own times fall in the window, else by its import
-record (fetched with BatchGetItem, 100 keys a call).
+once per feed: by its own item when one of its own times falls in the window, else by its
+import record (fetched with BatchGetItem, 100 keys a call) when none is at or after
+``since``; with a time after the cutoff, the next feed sends it.
 
 Cost. Either kind reads the whole table once (a Scan with a filter reads every item and
 returns the matching ones; there is no index by change time), at eventually consistent
@@ -406,8 +407,8 @@ class _Scan:
                 review = self._review(item_to_comment(item))
             elif item["PK"]["S"].startswith(keys.IMPORT_PREFIX):
                 comment_item = fetched.get(item.get("commentId", {}).get("S", ""))
-                if comment_item is None or self._in_window(comment_item):
-                    continue  # deleted since, or sent by its own item
+                if comment_item is None or self._changed_since(comment_item):
+                    continue  # deleted since, or sent by its own item (now or next time)
                 review = self._review(item_to_comment(comment_item))
             else:
                 continue
@@ -415,12 +416,16 @@ class _Scan:
                 reviews.append(review)
         return reviews
 
-    def _in_window(self, item: Item) -> bool:
-        since, cutoff = self.options.since, self.checkpoint.cutoff
-        if since is None:
-            return False
+    def _changed_since(self, item: Item) -> bool:
+        """Whether the comment has a change time at or after ``since``: then its own item
+        is in this feed (a time in the window) or the next (a time after the cutoff). A
+        comment's change times only grow (an edit, a decision or a return to the queue
+        stamps the time it happened; a decision that clears ``submittedAt`` stamps
+        ``decidedAt``), so this holds from the moment it holds: the import record and the
+        comment's own item never both send it, whatever the order the scan meets them in."""
+        since = self.options.since
         times = (item.get(name, {}).get("S") for name in _CHANGE_TIMES)
-        return any(t is not None and since <= t < cutoff for t in times)
+        return since is not None and any(t is not None and t >= since for t in times)
 
     def _review(self, c: Comment) -> FeedReview | None:
         withdrawn = not c.published

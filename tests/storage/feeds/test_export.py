@@ -184,9 +184,15 @@ async def test_an_incremental_feed_holds_what_changed_in_its_window_once(
         "after": comment(8, created_at=old, edited_at=later),
         "imported": comment(9, created_at=old),
         "imported-and-edited": comment(10, created_at=old, edited_at=new),
+        # Edited after the cutoff: the next feed sends it, by its own item.
+        "imported-edited-after": comment(11, created_at=old, edited_at=later),
     }
     items = [comment_to_item(c) for c in cases.values()]
-    for name, key in (("imported", "IMPORT#one"), ("imported-and-edited", "IMPORT#two")):
+    for name, key in (
+        ("imported", "IMPORT#one"),
+        ("imported-and-edited", "IMPORT#two"),
+        ("imported-edited-after", "IMPORT#four"),
+    ):
         items.append(
             {
                 "PK": {"S": key},
