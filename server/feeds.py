@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TextIO
 
+from storage.base.errors import StorageError
 from storage.engine.client import ClientSettings, open_client
 from storage.engine.table import TableRef
 from storage.model import keys
@@ -237,6 +238,15 @@ async def main(args: argparse.Namespace, client_settings: ClientSettings, table_
                     progress.end()
     except InvalidTemplate as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if args.output is not None:
+            print(
+                f"{args.output} is as it was; the checkpoint beside it keeps the export's "
+                "place: run the same command again to finish",
+                file=sys.stderr,
+            )
         return 2
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
