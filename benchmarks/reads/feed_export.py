@@ -7,7 +7,7 @@ Starts DynamoDB Local in memory and loads ``--reviews`` published comments over 
 products with the bulk loader (``storage.ops.bulk``), texts of 100-600 characters, a
 third with titles, and writes a catalogue file naming every product's GTIN, brand, SKU
 and name. Then, alternately, ``--runs`` times each, every one a process of its own so
-that its peak resident memory (``ru_maxrss`` from ``wait4``) is its alone:
+that its peak resident memory (GNU time's ``%M``) is its alone:
 
 - the export: ``comments export --format google-product-reviews --catalogue ... --output
   ...`` as a shop runs it (the catalogue indexed, 4 segments, pages of 500 items), its
@@ -141,16 +141,24 @@ async def _load(endpoint: str, reviews: int, seed: int) -> float:
 
 
 def _run(argv: list[str]) -> tuple[float, int, str]:
-    """Run a process; its wall seconds, peak RSS in KiB, and stdout."""
+    """Run a process; its wall seconds, peak RSS in KiB, and stdout.
+
+    The process is started by GNU time, which reports its peak: Linux carries a process's
+    peak RSS across fork and exec, so a child forked from this (large) process would
+    report this one's size as its own."""
     started = time.monotonic()
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as child:
-        assert child.stdout is not None
-        out = child.stdout.read().decode()
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise RuntimeError(f"{argv[:4]} exited with {child.returncode}")
-    return time.monotonic() - started, int(usage.ru_maxrss), out
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        done = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", rss.name, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        seconds = time.monotonic() - started
+        if done.returncode != 0:
+            raise RuntimeError(f"{argv[:4]} exited with {done.returncode}")
+        peak = int(rss.read().strip().splitlines()[-1])
+    return seconds, peak, done.stdout.decode()
 
 
 def _export_argv(endpoint: str, catalogue: Path, output: Path) -> list[str]:
