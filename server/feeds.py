@@ -31,9 +31,9 @@ from storage.ops.feeds.export import (
     SEGMENTS_MAX,
     FeedOptions,
     Progress,
-    copy_out,
     export_feed,
 )
+from storage.ops.feeds.files import copy_out
 from storage.ops.feeds.google import Publisher
 from storage.ops.feeds.urls import (
     PRODUCT_PLACEHOLDERS,

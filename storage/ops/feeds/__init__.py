@@ -5,8 +5,8 @@ it) one review at a time, escaping what XML cannot hold; ``urls`` expands and ch
 URL templates reviews and products are linked by; ``catalogue_index`` keeps the catalogue
 file's product identifiers in a temporary SQLite file, so a catalogue of any size costs
 disk, not memory; ``export`` scans the table in parallel segments into part files with a
-checkpoint after every page, resumes an interrupted run, and assembles the feed
-atomically.
+checkpoint after every page and resumes an interrupted run; ``files`` keeps those part
+files and the checkpoint, and assembles the feed atomically.
 
 May import what ``storage.ops`` may import; nothing else in storage imports it.
 """

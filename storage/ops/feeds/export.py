@@ -45,14 +45,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from storage.base.clock import utc_now
 from storage.base.types import Item
@@ -62,13 +60,18 @@ from storage.model import keys
 from storage.model.catalogue import CatalogueLine
 from storage.model.comments import Comment, Status
 from storage.model.items import STATUS_ATTR, comment_key, is_comment_item, item_to_comment
+from storage.ops.feeds.files import (
+    Checkpoint,
+    SegmentState,
+    assemble,
+    part_path,
+    resumable,
+    save,
+    work_paths,
+)
 from storage.ops.feeds.google import (
-    FEED_CLOSE,
-    REVIEWS_CLOSE,
-    REVIEWS_OPEN,
     FeedReview,
     Publisher,
-    head,
     review_xml,
 )
 from storage.ops.feeds.urls import UrlTemplate
@@ -77,8 +80,6 @@ FORMAT = "google-product-reviews"
 SEGMENTS = 4
 SEGMENTS_MAX = 64
 PAGE_ITEMS = 500
-CHECKPOINT_VERSION = 1
-COPY_CHUNK = 1 << 20  # bytes copied at a time while assembling
 
 # The comment times that mark a change, and the import record's.
 _CHANGE_TIMES = ("createdAt", "editedAt", "decidedAt", "submittedAt")
@@ -124,47 +125,6 @@ class FeedOptions:
         return hashlib.sha256(json.dumps(given, sort_keys=True).encode()).hexdigest()
 
 
-@dataclass(slots=True)
-class SegmentState:
-    """Where one segment's scan and part file stand after its last whole page."""
-
-    position: Item | None = None  # the scan's LastEvaluatedKey
-    bytes: int = 0
-    reviews: int = 0
-    withdrawn: int = 0
-    unmatched: int = 0  # reviews whose product the catalogue has no line for
-    scanned: int = 0
-    done: bool = False
-
-
-@dataclass(slots=True)
-class Checkpoint:
-    fingerprint: str
-    cutoff: str
-    segments: list[SegmentState] = field(default_factory=list)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "version": CHECKPOINT_VERSION,
-                "fingerprint": self.fingerprint,
-                "cutoff": self.cutoff,
-                "segments": [asdict(s) for s in self.segments],
-            }
-        )
-
-    @classmethod
-    def from_json(cls, raw: str) -> Checkpoint | None:
-        try:
-            data = json.loads(raw)
-            if data.get("version") != CHECKPOINT_VERSION:
-                return None
-            states = [SegmentState(**s) for s in data["segments"]]
-            return cls(str(data["fingerprint"]), str(data["cutoff"]), states)
-        except (ValueError, TypeError, KeyError, AttributeError):
-            return None  # unreadable: start over
-
-
 @dataclass(frozen=True, slots=True)
 class Progress:
     """Counts so far over every segment (resumed runs included)."""
@@ -202,18 +162,6 @@ class Exported:
         )
 
 
-def work_paths(output: Path) -> tuple[Path, Path]:
-    """The checkpoint file and the assembly file beside ``output``."""
-    return (
-        output.with_name(output.name + ".checkpoint"),
-        output.with_name(output.name + ".tmp"),
-    )
-
-
-def part_path(output: Path, segment: int) -> Path:
-    return output.with_name(f"{output.name}.part-{segment}")
-
-
 async def export_feed(
     table: TableRef,
     output: Path,
@@ -228,7 +176,7 @@ async def export_feed(
     started = time.monotonic()
     checkpoint_file, _ = work_paths(output)
     fingerprint = options.fingerprint(table.name)
-    checkpoint = _resumable(checkpoint_file, fingerprint, output, options.segments)
+    checkpoint = resumable(checkpoint_file, fingerprint, output, options.segments)
     resumed = checkpoint is not None
     if checkpoint is None:
         cutoff = keys.format_timestamp(clock())
@@ -239,7 +187,7 @@ async def export_feed(
         )
         for k in range(options.segments):
             part_path(output, k).unlink(missing_ok=True)
-        _save(checkpoint_file, checkpoint)
+        save(checkpoint_file, checkpoint)
     scan = _Scan(table, output, options, lookup, checkpoint, checkpoint_file)
 
     def tell() -> None:
@@ -265,7 +213,7 @@ async def export_feed(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    size = _assemble(output, options, checkpoint)
+    size = assemble(output, options.publisher, checkpoint)
     checkpoint_file.unlink(missing_ok=True)
     for k in range(options.segments):
         part_path(output, k).unlink(missing_ok=True)
@@ -281,29 +229,6 @@ async def export_feed(
         resumed,
         time.monotonic() - started,
     )
-
-
-def _resumable(path: Path, fingerprint: str, output: Path, segments: int) -> Checkpoint | None:
-    """The checkpoint of a stopped run of these arguments whose parts are whole."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    found = Checkpoint.from_json(raw)
-    if found is None or found.fingerprint != fingerprint or len(found.segments) != segments:
-        return None
-    for k, state in enumerate(found.segments):
-        part = part_path(output, k)
-        size = part.stat().st_size if part.exists() else 0
-        if size < state.bytes:
-            return None  # a part lost what the checkpoint counts (a machine crash): redo
-    return found
-
-
-def _save(path: Path, checkpoint: Checkpoint) -> None:
-    spare = path.with_name(path.name + ".new")
-    spare.write_text(checkpoint.to_json(), encoding="utf-8")
-    os.replace(spare, path)
 
 
 def scan_params(table: str, o: FeedOptions, cutoff: str, segment: int) -> dict[str, Any]:
@@ -383,7 +308,7 @@ class _Scan:
                 last = response.get("LastEvaluatedKey")
                 state.position = last
                 state.done = last is None
-                _save(self.checkpoint_file, self.checkpoint)
+                save(self.checkpoint_file, self.checkpoint)
                 self.tell()
                 if last is None:
                     return
@@ -455,41 +380,3 @@ def _never_shown(c: Comment) -> bool:
         and c.moderation.decided_at is None
         and (c.submitted_at or c.created_at) == c.created_at
     )
-
-
-def _assemble(output: Path, options: FeedOptions, checkpoint: Checkpoint) -> int:
-    """Head, parts and tail into the assembly file, synced and renamed onto ``output``."""
-    _, assembly = work_paths(output)
-    total = sum(s.reviews for s in checkpoint.segments)
-    with assembly.open("wb") as out:
-        out.write(head(options.publisher).encode("utf-8"))
-        if total:
-            out.write(REVIEWS_OPEN.encode())
-            for k, state in enumerate(checkpoint.segments):
-                _copy(part_path(output, k), state.bytes, out)
-            out.write(REVIEWS_CLOSE.encode())
-        out.write(FEED_CLOSE.encode())
-        out.flush()
-        os.fsync(out.fileno())
-        size = out.tell()
-    os.replace(assembly, output)
-    return size
-
-
-def _copy(part: Path, length: int, out: BinaryIO) -> None:
-    if not length:
-        return
-    with part.open("rb") as source:
-        remaining = length
-        while remaining:
-            chunk = source.read(min(COPY_CHUNK, remaining))
-            if not chunk:
-                raise OSError(f"{part} is shorter than its checkpoint says")
-            out.write(chunk)
-            remaining -= len(chunk)
-
-
-def copy_out(path: Path, out: BinaryIO) -> None:
-    """Copy a written feed to a stream (stdout), a chunk at a time."""
-    with path.open("rb") as source:
-        shutil.copyfileobj(source, out, COPY_CHUNK)

@@ -24,7 +24,8 @@ from storage.engine.wrapping import ClientWrapper
 from storage.model.catalogue import CatalogueLine
 from storage.model.comments import Comment, Moderation, Status
 from storage.model.items import comment_to_item
-from storage.ops.feeds.export import FeedOptions, export_feed, part_path, work_paths
+from storage.ops.feeds.export import FeedOptions, export_feed
+from storage.ops.feeds.files import part_path, work_paths
 from storage.ops.feeds.google import Publisher
 from storage.ops.feeds.urls import PRODUCT_PLACEHOLDERS, REVIEW_PLACEHOLDERS, UrlTemplate
 from tests.helpers import FaultyClient, own_table
