@@ -348,8 +348,10 @@ def _peak(count: int, tmp_path: Path) -> tuple[int, int]:
 
 
 def _sizes() -> Iterator[int]:
-    # The full form (10,000 against 100,000, a few seconds more) runs with FEED_MEMORY_FULL=1
-    # (scripts/bench feed does); the suite compares 10,000 with 30,000.
+    # The suite compares 10,000 with 30,000 reviews; the long form, 10,000 with 100,000
+    # (about a minute under tracemalloc), runs with FEED_MEMORY_FULL=1:
+    #   FEED_MEMORY_FULL=1 .venv/bin/pytest -p no:xdist tests/storage/feeds -k memory
+    # (benchmarks.reads.feed_export measures the same two sizes for its page).
     yield 10_000
     yield 100_000 if os.environ.get("FEED_MEMORY_FULL") else 30_000
 
