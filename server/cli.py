@@ -29,6 +29,8 @@ from server.dev.demo_facets import facet_reviews
 from server.dev.local_engine import EngineError, LocalEngine
 from server.dev.progress import note, progress_bar, progress_count
 from server.dev.seeding import seed_demo
+from server.feeds import add_parser as add_export_parser
+from server.feeds import main as export_main
 from server.http.app import create_app
 from server.http.head_limits import HeadLimits, guarded_protocol
 from server.observability.logs import configure_logging, uvicorn_log_config
@@ -355,6 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection(catalogue)
     catalogue.add_argument("file", type=Path, help="the catalogue file (JSON Lines)")
 
+    add_export_parser(sub, _add_connection)
+
     explain = sub.add_parser("explain", help="plan and read one page, printing the EXPLAIN")
     _add_connection(explain)
     explain.add_argument("product_id")
@@ -597,6 +601,11 @@ async def _apply_catalogue(args: argparse.Namespace) -> int:
         print(f"{len(outcome.problems)} lines had problems (listed on stderr with their numbers)")
         return 1
     return 0
+
+
+async def _export_feed(args: argparse.Namespace) -> int:
+    settings = storage_settings(args)
+    return await export_main(args, settings.client_settings(), settings.dynamodb_table)
 
 
 async def _explain(args: argparse.Namespace) -> int:
@@ -900,6 +909,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "remap-answers": _remap_answers,
             "apply-catalogue": _apply_catalogue,
             "retag": _retag,
+            "export": _export_feed,
         }
         if args.command == "taxonomy":
             return _taxonomy_load(args)
