@@ -3,7 +3,7 @@ erasure of it (``storage.ops.erasure``).
 
 Both work on the application's own table, bounded by time rather than by the request's
 budget of storage calls: finding an author's votes and reports is a scan of the table
-(``storage.ops.author_data`` says why). An export that does not finish within
+(``storage.reads.author_data`` says why). An export that does not finish within
 ``EXPORT_SECONDS`` fails with STORAGE_UNAVAILABLE (the command line's `comments
 export-author` has no such bound); an erasure runs for at most ``ERASE_SECONDS`` and
 answers RUNNING when it is not done: calling again for the same subject (or `comments
@@ -26,8 +26,8 @@ from storage.base.errors import InvalidInput, StorageError
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.erasure import Job, Mode
-from storage.ops.author_data import export_document, find_author_data
 from storage.ops.erasure import read_job, run_erasure, start_erasure
+from storage.reads.author_data import export_document, find_author_data
 from storage.writes.rates import Family
 
 EXPORT_SECONDS = 20.0

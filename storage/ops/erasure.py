@@ -6,7 +6,7 @@ fence's commit on, the subject's new comments are refused (their create conditio
 fence's absence), so every comment of theirs is erased or was refused: that is the cut.
 
 ``run_erasure`` then works in passes. A pass finds everything of the subject's
-(``storage.ops.author_data``: one scan) and erases it, each item through a conditioned
+(``storage.reads.author_data``: one scan) and erases it, each item through a conditioned
 transition (``storage.writes.erase``): comments deleted through the delete path or
 anonymized, votes withdrawn, reports taken back, idempotency records of their comments
 deleted first (they are found through the comments). Passes repeat until one finds
@@ -57,7 +57,7 @@ from storage.model.erasure import (
     job_key,
     new_request_id,
 )
-from storage.ops.author_data import Found, commented_on, find_author_data
+from storage.reads.author_data import Found, commented_on, find_author_data
 from storage.writes.erase import anonymize_comment, delete_authored, remove_report, withdraw_vote
 from storage.writes.transaction import CallBudget, Part, transact
 

@@ -22,9 +22,9 @@ from storage.model import keys
 from storage.model.comments import NewComment, Status, Vote
 from storage.model.erasure import ANONYMOUS, ANONYMOUS_PREFIX, Mode, State, job_key
 from storage.model.items import is_comment_item, item_to_comment
-from storage.ops.author_data import export_document, find_author_data
 from storage.ops.erasure import read_job, run_erasure, start_erasure
 from storage.ops.verify import scan_pages, verify
+from storage.reads.author_data import export_document, find_author_data
 from storage.writes import DEFAULT_LIMITS, create_comment, get_comment
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.moderate import Decision, moderate_comment
