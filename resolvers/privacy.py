@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 from resolvers.auth import Viewer
 from resolvers.comments.rates import take_turn
-from resolvers.comments.writes import viewer
 from resolvers.context import Context
-from resolvers.errors import Forbidden, Unavailable
+from resolvers.errors import Forbidden, Unauthenticated, Unavailable
 from resolvers.user_errors import Checks
 from storage.base.clock import utc_now
 from storage.base.errors import InvalidInput, StorageError
@@ -30,6 +30,8 @@ from storage.ops.erasure import read_job, run_erasure, start_erasure
 from storage.reads.author_data import export_document, find_author_data
 from storage.writes.rates import Family
 
+log = logging.getLogger(__name__)
+
 EXPORT_SECONDS = 20.0
 ERASE_SECONDS = 10.0
 # The longest subject taken (a token's ``sub`` is an id or an e-mail address).
@@ -37,7 +39,10 @@ SUBJECT_MAX = 512
 
 
 def _moderator(ctx: Context, what: str) -> Viewer:
-    who = viewer(ctx)
+    # Through the context: the answer depends on who asks, so no cache may keep it.
+    who = ctx.viewer()
+    if who is None:
+        raise Unauthenticated(f"a moderator's Authorization: Bearer <token> is needed to {what}")
     if not who.is_moderator:
         raise Forbidden(f"only moderators may {what}")
     return who
@@ -81,8 +86,15 @@ async def erase_author(ctx: Context, subject: str, mode: Mode | None) -> Job:
     job = await ctx.storage(start_erasure(table, subject, mode or ctx.erasure_mode))
     try:
         return await asyncio.wait_for(run_erasure(table, job.request_id), ERASE_SECONDS)
-    except (TimeoutError, StorageError):
+    except (TimeoutError, StorageError) as exc:
         # Each step commits whole or not at all: the job goes on with the next run.
+        if not isinstance(exc, TimeoutError):
+            log.warning(
+                "erasure %s stopped (%s); request %s",
+                job.request_id,
+                type(exc).__name__,
+                ctx.request_id,
+            )
         return await ctx.storage(read_job(table, job.request_id)) or job
 
 
