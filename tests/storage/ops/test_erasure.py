@@ -21,6 +21,7 @@ from storage.engine.wrapping import ClientWrapper
 from storage.model import keys
 from storage.model.comments import NewComment, Status, Vote
 from storage.model.erasure import ANONYMOUS, ANONYMOUS_PREFIX, Mode, State, job_key
+from storage.model.facets import FacetValue
 from storage.model.items import is_comment_item, item_to_comment
 from storage.ops.erasure import read_job, run_erasure, start_erasure
 from storage.ops.verify import scan_pages, verify
@@ -33,12 +34,17 @@ from storage.writes.votes import vote_helpful
 from tests.helpers import FAST, own_table
 
 SUBJECT = "alice@example.com"
+BATTERY = FacetValue.topic("battery")
+FIT = FacetValue.attribute("fit", "small")
 OTHERS = ("bob", "carol", "dave")
 VOTERS = ("erin", "frank", "gina")
 
 
-def _new(author: str, product: str, rating: int, key: str | None = None) -> NewComment:
+def _new(
+    author: str, product: str, rating: int, key: str | None = None, *, topic: bool = False
+) -> NewComment:
     return NewComment(
+        facets=frozenset({BATTERY, FIT}) if topic else frozenset(),
         product_id=product,
         language="en",
         rating=rating,
@@ -65,7 +71,11 @@ async def _world(table: TableRef, prefix: str) -> World:
     mine = []
     for n, product in enumerate(("p1", "p2", "p3", "p4")):
         made = await create_comment(
-            own, _new(SUBJECT, product, 5 - n % 2, key=f"k{n}"), write_limits=limits, backoff=FAST
+            own,
+            # With facet values: their entries copy the author too.
+            _new(SUBJECT, product, 5 - n % 2, key=f"k{n}", topic=n == 0),
+            write_limits=limits,
+            backoff=FAST,
         )
         mine.append(made.comment.comment_id)
     # PENDING (reported back to the queue by others) and REJECTED.
@@ -115,7 +125,7 @@ async def _linked(table: TableRef, subject: str) -> list[str]:
     """Every item whose text holds the subject or one of its digests."""
     traces = _traces(subject)
     return [
-        json.dumps(i, sort_keys=True)[:120]
+        f"{i['PK']['S']} {i['SK']['S']}"
         for i in await _all_items(table)
         if any(t in json.dumps(i) for t in traces)
     ]
@@ -137,6 +147,7 @@ async def test_the_export_holds_exactly_what_the_author_made(table: TableRef) ->
     assert statuses == ["PENDING", "PUBLISHED", "PUBLISHED", "REJECTED"]
     assert {c["body"] for c in doc["comments"]} == {f"a review of p{n}" for n in (1, 2, 3, 4)}
     assert {c["authorName"] for c in doc["comments"]} == {"Alice"}
+    assert [c["answers"] for c in doc["comments"] if c["answers"]] == [[FIT.token]]
     votes = {(v["commentId"], v["vote"]) for v in doc["votes"]}
     assert votes == {(cid, "HELPFUL") for cid in w.theirs[:4]} | {(w.theirs[4], "NOT_HELPFUL")}
     assert sorted(r["commentId"] for r in doc["reports"]) == sorted(w.theirs[2:4])
@@ -155,7 +166,9 @@ async def test_an_erasure_leaves_counts_exact_and_nothing_linked(
     w = await _world(table, f"privacy{mode.value.lower()}")
     own = w.table
     assert (await verify(own)).exact
-    assert await _linked(own, SUBJECT)
+    linked = await _linked(own, SUBJECT)
+    # The comments, their facet entries, votes, reports, records, limit items.
+    assert any(" FACET#" in line for line in linked)
     before = {cid: await get_comment(own, cid) for cid in w.theirs}
     request_id, counts = await _erase(own, mode)
     report = await verify(own)
