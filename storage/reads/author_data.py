@@ -47,12 +47,6 @@ class Found:
     own: list[Item] = field(default_factory=list)
     scanned: int = 0
 
-    @property
-    def anything(self) -> bool:
-        """Whether the scan found anything of the author's to erase (the fence aside)."""
-        own = [i for i in self.own if i["SK"]["S"] != keys.ERASING_SK]
-        return bool(self.comments or self.votes or self.reports or self.records or own)
-
 
 async def find_author_data(
     table: TableRef, subject: str, *, progress: Progress | None = None
