@@ -18,6 +18,7 @@ from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef
 from storage.live.feed import Feed
 from storage.model.comments import ModerationMode
+from storage.model.erasure import Mode as ErasureMode
 from storage.reads.planner import DEFAULT_TUNING, Tuning
 from storage.writes import DEFAULT_LIMITS, WriteLimits
 from storage.writes.reports import DEFAULT_THRESHOLD
@@ -44,6 +45,8 @@ class Context:
     explain: bool = True
     moderation: ModerationMode = ModerationMode.POST
     report_threshold: int = DEFAULT_THRESHOLD
+    # What an erasure does to the author's comments when the request does not say.
+    erasure_mode: ErasureMode = ErasureMode.DELETE
     # Seconds a storage call may take: the request's deadline, and that of tidy-ups.
     storage_timeout: float = 5.0
     # The application's own table (not metered), from which ``renew`` makes a fresh view.
@@ -182,6 +185,7 @@ def make_context(
     moderation: ModerationMode = ModerationMode.POST,
     report_threshold: int = DEFAULT_THRESHOLD,
     feed: Feed | None = None,
+    erasure_mode: ErasureMode = ErasureMode.DELETE,
 ) -> Context:
     """A fresh context: new meter, new loaders; the app's client, 5-star locks and plan
     memory."""
@@ -211,6 +215,7 @@ def make_context(
         explain=explain,
         moderation=moderation,
         report_threshold=report_threshold,
+        erasure_mode=erasure_mode,
         storage_timeout=storage_timeout,
         app_table=app_table,
         feed=feed,

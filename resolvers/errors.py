@@ -16,6 +16,7 @@ nothing. ``tests/resolvers/test_errors.py`` checks every row against the mapping
     ├── NotAuthor                                 -                       FORBIDDEN
     ├── OwnComment                                -                       FORBIDDEN
     ├── NotPublished                              -                       FORBIDDEN
+    ├── AuthorErasing                             -                       FORBIDDEN
     ├── IdempotencyKeyReused                      -                       IDEMPOTENCY_KEY_REUSED
     ├── RevisedSinceReview                        -                       CHANGED
     ├── CommentsPerProductLimit                   -                       LIMIT_REACHED

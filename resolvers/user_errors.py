@@ -62,6 +62,7 @@ _CODES: tuple[tuple[type[storage_errors.StorageError], ProblemCode], ...] = (
     (storage_errors.NotAuthor, ProblemCode.FORBIDDEN),
     (storage_errors.OwnComment, ProblemCode.FORBIDDEN),
     (storage_errors.NotPublished, ProblemCode.FORBIDDEN),
+    (storage_errors.AuthorErasing, ProblemCode.FORBIDDEN),
     (storage_errors.IdempotencyKeyReused, ProblemCode.IDEMPOTENCY_KEY_REUSED),
     (storage_errors.CommentsPerProductLimit, ProblemCode.LIMIT_REACHED),
     (storage_errors.RevisedSinceReview, ProblemCode.CHANGED),
@@ -72,6 +73,10 @@ _CODES: tuple[tuple[type[storage_errors.StorageError], ProblemCode], ...] = (
 _MESSAGES: tuple[tuple[type[storage_errors.StorageError], str], ...] = (
     (storage_errors.CommentNotFound, "the comment does not exist"),
     (storage_errors.NoReply, "the comment has no reply"),
+    (
+        storage_errors.AuthorErasing,
+        "AUTHOR_ERASURE_RUNNING: this author's data is being erased; write again once it is done",
+    ),
 )
 
 

@@ -333,6 +333,12 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("Mutation", "setTopicTaxonomy"): _calls(MUTATION_STORAGE_CALLS),
     # The move's own calls go to the application's table, bounded by time (MOVE_SECONDS).
     ("Mutation", "setProductGroup"): _calls(MUTATION_STORAGE_CALLS),
+    # Privacy requests: their scans go to the application's table, bounded by time
+    # (resolvers.privacy); the request itself reads the job and spends a moderator's turn.
+    ("Query", "exportAuthor"): _calls(1),
+    ("Query", "authorErasure"): _calls(1),
+    ("Mutation", "eraseAuthor"): _calls(MUTATION_STORAGE_CALLS),
+    ("EraseAuthorPayload", "userErrors"): _length(lambda _: 1),
     ("SetAttributeDefinitionsPayload", "definitions"): _length(lambda _: ATTRIBUTES_MAX),
     ("SetAttributeDefinitionsPayload", "userErrors"): _length(lambda _: PROBLEMS_MAX + 3),
     ("SetTopicTaxonomyPayload", "userErrors"): _length(lambda _: 1),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import strawberry
 
+from schema import privacy
 from schema.comments import edits, moderation, replies, votes
 from schema.comments import mutations as comments
 from schema.facets import mutations as facets
@@ -60,4 +61,10 @@ class Mutation:
         resolver=facets.set_product_group,
         description="Moderators and merchants: put a product in a group (or in none) and "
         "move its published comments there; every count stays exact during the move.",
+    )
+    erase_author: privacy.EraseAuthorPayload = strawberry.mutation(
+        resolver=privacy.erase_author,
+        description="Moderators only: erase an author's data (their comments deleted or "
+        "anonymized, their votes and reports withdrawn); runs for a few seconds and goes on "
+        "with the next call for the same subject until DONE.",
     )

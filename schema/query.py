@@ -12,6 +12,7 @@ from resolvers.comments import reads as comment_reads
 from resolvers.comments.visibility import reader
 from resolvers.facets import summaries
 from resolvers.products import groups, stats
+from schema import privacy
 from schema.comments.connection import CommentConnection
 from schema.comments.types import Comment
 from schema.context import Info
@@ -100,6 +101,17 @@ class Query:
     ) -> CommentConnection | None:
         listing = await comment_reads.moderation_queue(info.context, first=first, after=after)
         return CommentConnection.from_listing(listing)
+
+    export_author: str | None = strawberry.field(
+        resolver=privacy.export_author,
+        description="Moderators only (FORBIDDEN otherwise): everything the author with this "
+        "token subject made (comments in every status, votes, reports), as a JSON document "
+        "to hand to them; see the privacy requests page of the docs for its fields.",
+    )
+    author_erasure: privacy.AuthorErasure | None = strawberry.field(
+        resolver=privacy.author_erasure,
+        description="Moderators only: an erasure by its requestId; null when there is none.",
+    )
 
     @strawberry.field(
         description="The leaderboard: products with the most 5-star comments, most first; "

@@ -24,6 +24,7 @@ from resolvers.authors import author_key, configured_key, printed_key
 from resolvers.errors import ApiError
 from resolvers.pages import page_request
 from schema import build_schema
+from server import privacy_commands
 from server.dev.demo import DEMO_PRODUCTS, DEMO_SEED, demo_comments
 from server.dev.demo_facets import facet_reviews
 from server.dev.local_engine import EngineError, LocalEngine
@@ -358,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalogue.add_argument("file", type=Path, help="the catalogue file (JSON Lines)")
 
     add_export_parser(sub, _add_connection)
+    privacy_commands.add_parsers(sub, _add_connection)
 
     explain = sub.add_parser("explain", help="plan and read one page, printing the EXPLAIN")
     _add_connection(explain)
@@ -913,6 +915,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.command == "taxonomy":
             return _taxonomy_load(args)
+        if args.command == "export-author":
+            return asyncio.run(privacy_commands.export_author(args, storage_settings(args)))
+        if args.command == "erase-author":
+            return asyncio.run(privacy_commands.erase_author(args, storage_settings(args)))
         return asyncio.run(handler[args.command](args))
     except ValidationError as exc:
         for problem in _problems(exc):

@@ -9,6 +9,7 @@ from resolvers.comments.rates import take_turn
 from resolvers.context import Context
 from resolvers.user_errors import Checks, answer_problems, not_found, refused
 from storage.base.errors import (
+    AuthorErasing,
     CommentNotFound,
     CommentsPerProductLimit,
     IdempotencyKeyReused,
@@ -104,6 +105,8 @@ async def create_comment(
         raise refused(exc, (*field, "idempotencyKey")) from exc
     except CommentsPerProductLimit as exc:
         raise refused(exc, None) from exc  # a rule of the product, no one field
+    except AuthorErasing as exc:
+        raise refused(exc, None) from exc
     ctx.loaders.forget_writes(result.comment.comment_id)
     return result
 

@@ -448,6 +448,7 @@ class GraphQLApp(GraphQL[Context, None]):
             moderation=runtime.settings.moderation_mode,
             report_threshold=runtime.settings.report_threshold,
             feed=runtime.feed,
+            erasure_mode=runtime.settings.default_erasure_mode,
         )
         context.over_socket = isinstance(request, WebSocket)
         context.ready_for = runtime.ready_for

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings
 
 from server.settings.common import FROM_ENVIRONMENT
 from storage.model.comments import ModerationMode
+from storage.model.erasure import Mode as ErasureMode
 from storage.writes import DEFAULT_LIMITS, DEFAULT_RATES, WriteLimits, WriteRates
 from storage.writes.reports import DEFAULT_THRESHOLD as DEFAULT_REPORT_THRESHOLD
 
@@ -41,10 +42,18 @@ class WriteSettings(BaseSettings):
     reports_per_hour: int = Field(default=DEFAULT_RATES.report or 0, ge=0)
     votes_per_hour: int = Field(default=DEFAULT_RATES.vote or 0, ge=0)
     moderations_per_hour: int = Field(default=DEFAULT_RATES.moderate or 0, ge=0)
+    # What an erasure of an author (eraseAuthor, `comments erase-author`) does to their
+    # comments when the request does not say: DELETE them, or ANONYMIZE them (the text
+    # stays under "Anonymous", every link to the author removed).
+    erasure_mode: Literal["DELETE", "ANONYMIZE"] = "DELETE"
 
     @property
     def moderation_mode(self) -> ModerationMode:
         return ModerationMode(self.moderation)
+
+    @property
+    def default_erasure_mode(self) -> ErasureMode:
+        return ErasureMode(self.erasure_mode)
 
     @property
     def write_limits(self) -> WriteLimits:

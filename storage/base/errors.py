@@ -24,6 +24,7 @@ Every error this package raises on purpose derives from ``StorageError``::
     │   ├── CommentsPerProductLimit  the author has as many comments on the product as allowed
     │   └── WriteRateLimited         the author made as many writes of a kind as allowed per hour
     ├── CounterInvariantBroken       a write would drive a counter below zero (counters drifted)
+    ├── AuthorErasing                the author's data is being erased: their writes wait
     ├── GroupChanged                 a product's group changed under a group move (handled inside)
     ├── GroupMoveUnfinished          a group move could not yet certify that it is complete
     ├── CallBudgetExceeded           the request's budget of storage calls is spent
@@ -182,6 +183,11 @@ class TransactionCancelled(StorageError):
     def __init__(self, message: str, reasons: list[dict[str, Any]]) -> None:
         super().__init__(message)
         self.reasons = reasons
+
+
+class AuthorErasing(StorageError):
+    """An erasure of this author's data is running: their new comments are refused until
+    it is done (``storage.model.erasure``)."""
 
 
 class GroupChanged(StorageError):

@@ -66,13 +66,14 @@ TRANSACTION_ACTIONS = 100
 ACTION_BUDGET = 90
 # A transition's own actions besides facets, at most: a create's comment, its two stats
 # items, the leaderboard's layout check, the queue's count, the author's slot, the hourly
-# count and the idempotency record (8); an edit's comment, three stats items (a language
+# count, the idempotency record and the check that no erasure of the author runs
+# (``storage.model.erasure``) (9); an edit's comment, three stats items (a language
 # change) and the layout check (5). A grouped product adds the group's own listing (its
 # entry and its counter item, which is the group's stats, every language in one item) and
 # the count of the product's comments the group holds (storage.model.groups). A
 # transition that makes a comment published checks its product's membership (1), grouped
 # or not: the product may be joining a group.
-BASE_ACTIONS = 8
+BASE_ACTIONS = 9
 GROUP_ACTIONS = 3
 MEMBERSHIP_ACTIONS = 1
 

@@ -42,6 +42,11 @@ RATE_PREFIX = "RATE#"
 REPORT_PREFIX = "REPORT#"
 VOTE_PREFIX = "VOTE#"
 IMPORT_PREFIX = "IMPORT#"
+ERASURE_PREFIX = "ERASURE#"
+# The sort key of an erasure job's item (``erasure_pk``), and of the fence an erasure keeps
+# in its author's partition while it runs (``storage.model.erasure``).
+ERASURE_SK = "ERASURE"
+ERASING_SK = "ERASING"
 # The one partition of the moderation queue index. Every PENDING comment is in it, so it
 # takes a write whenever a comment enters or leaves PENDING; a partition absorbs about
 # 1,000 writes per second, far above any shop's rate of new reviews, so it is not sharded
@@ -99,6 +104,13 @@ def idempotency_pk(author: str, idempotency_key: str) -> str:
 def author_pk(author: str) -> str:
     """Partition of an author's write-limit items."""
     return AUTHOR_PREFIX + _digest(author)[:32]
+
+
+def erasure_pk(request_id: str) -> str:
+    """Key of an erasure job, by its request id (32 lower-case hex digits)."""
+    if not _GENERATED_ID.fullmatch(request_id):
+        raise ValueError("an erasure request id is 32 lower-case hex digits")
+    return ERASURE_PREFIX + request_id
 
 
 def vote_sk(voter: str) -> str:

@@ -5,7 +5,8 @@ executor does I/O (``executor``); fan-outs are merged in key order (``merge``); 
 travel as opaque cursors (``cursor``); the process's snapshots of counters and page heads
 let a page take one storage round (``snapshots``). ``reader`` holds the reads callers
 use (counters, comments by id, listings, an author's comments, the moderation queue);
-``leaders`` reads the leaderboard.
+``leaders`` reads the leaderboard; ``author_data`` finds everything one author made (a
+privacy request's scan).
 
 May import: ``storage.base``, ``storage.model``, ``storage.engine``. Never ``storage.writes``
 (what both need lives below them).

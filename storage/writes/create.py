@@ -8,12 +8,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from storage.base.clock import utc_now
-from storage.base.errors import CommentsPerProductLimit, WriteConflict, WriteRateLimited
-from storage.base.expressions import Attr, put_request
+from storage.base.errors import (
+    AuthorErasing,
+    CommentsPerProductLimit,
+    WriteConflict,
+    WriteRateLimited,
+)
+from storage.base.expressions import Attr, check_request, put_request
 from storage.engine.retry import DEFAULT_BACKOFF, Backoff
 from storage.engine.table import TableRef
 from storage.model import keys
 from storage.model.comments import Comment, ModerationMode, NewComment
+from storage.model.erasure import fence_key
 from storage.model.items import comment_to_item
 from storage.writes import counters, idempotency, limits
 from storage.writes.comment_facets import new_with_facets
@@ -23,6 +29,9 @@ from storage.writes.tagging import FreshTagger, TaxonomySource, tag
 from storage.writes.transaction import CallBudget, Part, transact
 
 COMMENT = "comment"
+# No erasure of the author runs (``storage.model.erasure``): a comment is made before the
+# fence, and erased with the rest, or refused.
+FENCE = "erasure fence"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +100,8 @@ async def create_comment(
                 if replayed is not None:
                     return CreateResult(replayed.comment, False)
                 continue  # the record expired between our condition and now
+            if cancel.failed(FENCE):
+                raise AuthorErasing("this author's data is being erased; write again later")
             if cancel.failed(limits.PER_PRODUCT) and write_limits.per_product is not None:
                 raise CommentsPerProductLimit(write_limits.per_product)
             if cancel.failed(limits.PER_HOUR) and write_limits.per_hour is not None:
@@ -144,4 +155,6 @@ def _parts(
     )
     if write_limits.per_hour is not None:
         parts.append(limits.hour_part(table, comment.author_id, now, write_limits.per_hour))
+    fence = check_request(table.name, fence_key(comment.author_id), Attr("PK").not_exists())
+    parts.append(Part(FENCE, {"ConditionCheck": fence}))
     return parts

@@ -54,6 +54,9 @@ class Change:
     # Parts whose own condition failing means the transition must not happen, with the
     # error that says why (a repeated report).
     refusals: tuple[tuple[str, Callable[[], StorageError]], ...] = ()
+    # Whether the comment holds its author's slot afterwards (None: as it did). An erasure
+    # gives the slot up with the identity (``storage.writes.erase``).
+    holds_slot: bool | None = None
 
 
 Decide = Callable[[Stored], Change]
@@ -94,7 +97,7 @@ async def apply(
         if stored is None:
             raise CommentNotFound(f"comment {comment_id} does not exist")
         change = decide(stored)
-        if change.after == stored.comment and not change.parts:
+        if change.after == stored.comment and not change.parts and change.holds_slot is None:
             return Applied(stored, stored.comment)  # nothing to write
         product_moves = counters.moves(stored.comment, change.after)
         async with counters.five_star_turn(table, stored.comment.product_id, product_moves):
@@ -127,7 +130,7 @@ async def _commit(
     stale = 0
     while True:
         after = placed(stored.comment, change.after, membership)
-        parts = [_comment_part(table, stored, after)]
+        parts = [_comment_part(table, stored, after, change.holds_slot)]
         parts += counters.parts(table, product_moves, five)
         parts += counters.queue_parts(table, stored.comment, after)
         parts += facet_parts(table, stored.comment, after, version=stored.version + 1)
@@ -158,11 +161,14 @@ async def _commit(
         return _Outcome.TRANSIENT, after
 
 
-def _comment_part(table: TableRef, stored: Stored, after: Comment | None) -> Part:
+def _comment_part(
+    table: TableRef, stored: Stored, after: Comment | None, holds_slot: bool | None
+) -> Part:
     if after is None:
         delete = delete_request(
             table.name, comment_key(stored.comment.comment_id), stored.unchanged()
         )
         return Part(COMMENT, {"Delete": delete})
-    item = comment_to_item(after, version=stored.version + 1, holds_slot=stored.holds_slot)
+    slot = stored.holds_slot if holds_slot is None else holds_slot
+    item = comment_to_item(after, version=stored.version + 1, holds_slot=slot)
     return Part(COMMENT, {"Put": put_request(table.name, item, stored.unchanged())})

@@ -1,8 +1,9 @@
 """The ``comments`` command: creating and verifying the table, moving products between
-groups, minting dev tokens."""
+groups, minting dev tokens, exporting and erasing an author's data."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -12,6 +13,12 @@ import pytest
 from resolvers.auth import ALGORITHM, TokenRules, authenticate
 from server.cli import main as cli_main
 from server.dev.local_engine import LocalEngine
+from storage.engine.client import ClientSettings, open_client
+from storage.engine.table import TableRef
+from storage.model.comments import NewComment
+from storage.model.erasure import Mode
+from storage.ops.erasure import start_erasure
+from storage.writes import create_comment
 from tests.api_helpers import SECRET
 
 ISSUER = "https://auth.shop.example"
@@ -121,3 +128,37 @@ def test_cli_remaps_answers_and_refuses_a_remap_of_nothing_retired(
     assert "remap[0].value:" in captured.out
     assert "NOT_RETIRED" in captured.out
     assert cli_main(["remap-answers", *args, "--product", "p1", "--move", "fit-large"]) == 2
+
+
+def test_cli_exports_and_erases_an_author(
+    engine: LocalEngine, capsys: object, tmp_path: Path
+) -> None:
+    args = ["--endpoint-url", engine.endpoint_url, "--table", "cli_privacy"]
+    assert cli_main(["create-table", *args]) == 0
+
+    async def write() -> str:
+        settings = ClientSettings(endpoint_url=engine.endpoint_url)
+        async with open_client(settings) as client:
+            table = TableRef(client, "cli_privacy")
+            for product in ("p1", "p2"):
+                new = NewComment(
+                    product_id=product, language="en", rating=4, body="Good", author_id="pat"
+                )
+                await create_comment(table, new)
+            # An erasure the API left RUNNING.
+            return (await start_erasure(table, "pat", Mode.ANONYMIZE)).request_id
+
+    request_id = asyncio.run(write())
+    out = tmp_path / "pat.json"
+    assert cli_main(["export-author", *args, "pat", "--output", str(out)]) == 0
+    assert len(json.loads(out.read_text())["comments"]) == 2
+    assert cli_main(["erase-author", *args]) == 2  # neither a subject nor --resume
+    assert cli_main(["erase-author", *args, "--resume"]) == 0
+    captured = capsys.readouterr()  # type: ignore[attr-defined]
+    assert f"erasure {request_id} (ANONYMIZE): DONE; 2 comments" in captured.out
+    assert "pass 2: scanned" in captured.err
+    assert cli_main(["erase-author", *args, "pat", "--mode", "DELETE"]) == 0
+    assert "(DELETE): DONE; 0 comments, 0 votes" in capsys.readouterr().out  # type: ignore[attr-defined]
+    assert cli_main(["export-author", *args, "pat"]) == 0
+    assert json.loads(capsys.readouterr().out)["comments"] == []  # type: ignore[attr-defined]
+    assert cli_main(["verify-stats", *args]) == 0

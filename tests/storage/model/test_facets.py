@@ -75,9 +75,9 @@ def test_the_largest_edit_of_the_largest_comment_fits_with_room_to_spare() -> No
     # An incentivized comment moves its incentivized counter item in both scopes too.
     before, after = _values("old", MAX_FACET_VALUES), _values("new", MAX_FACET_VALUES)
     worst = transaction_actions(before, after, grouped=True, incentivized=True)
-    # Its own 8, the membership's check, the group's listing entry and stats and the
+    # Its own 9, the membership's check, the group's listing entry and stats and the
     # count the group holds of the product (3), then the values.
-    assert worst == 8 + 1 + 3 + (2 * MAX_FACET_VALUES * 2 + 1) * 2 == 86
+    assert worst == 9 + 1 + 3 + (2 * MAX_FACET_VALUES * 2 + 1) * 2 == 87
     assert worst <= ACTION_BUDGET < TRANSACTION_ACTIONS
     # One more value each side would not fit the budget: the maxima are the limit.
     bigger = transaction_actions(
@@ -112,7 +112,7 @@ def test_the_worst_transition_the_moves_make_is_the_one_counted() -> None:
     )
     # All but the transition's own actions, the membership's check and the held count
     # are facet moves (the group's listing included).
-    assert moves.actions == counted - 8 - 1 - 1
+    assert moves.actions == counted - 9 - 1 - 1
 
 
 def test_incentivized_is_counted_in_a_counter_item_and_never_listed() -> None:
@@ -139,8 +139,8 @@ def test_incentivized_is_counted_in_a_counter_item_and_never_listed() -> None:
 def test_a_create_outside_a_group_costs_two_actions_per_value() -> None:
     three = _values("t", 3)
     # Its own 8 and the membership's check (the product may be joining a group).
-    assert transaction_actions(frozenset(), three, grouped=False) == 8 + 1 + 6
-    assert transaction_actions(three, three, grouped=False) == 8 + 1 + 6
+    assert transaction_actions(frozenset(), three, grouped=False) == 9 + 1 + 6
+    assert transaction_actions(three, three, grouped=False) == 9 + 1 + 6
 
 
 # A model of transitions: random comments' states, moved one after another; the counter
