@@ -60,3 +60,99 @@ async def test_signed_events_arrive_once_in_order_per_product(
     assert first.body["data"]["previousSequence"] is None
     assert {"webhook-id", "webhook-timestamp", "webhook-signature"} <= set(first.headers)
     assert first.headers["webhook-signature"].startswith("v1,")
+
+
+async def test_a_receiver_down_for_a_while_gets_everything_in_order_after(
+    client: DynamoClient, streams: Any
+) -> None:
+    table, arn = await streamed_table(client)
+    down = {"503s": 0}
+
+    def answer(received: Received) -> int:
+        if down["503s"] < 12:  # down for its first dozen attempts, whatever they carry
+            down["503s"] += 1
+            return 503
+        return 200
+
+    async with Receiver(answer=answer) as receiver:
+        await endpoint(table, receiver.url)
+        async with workers(table, streams, arn, n=2):
+            for i in range(4):
+                for product in ("da", "db"):
+                    await create_comment(table, NewComment(product, "en", 5, f"c{i}", f"u{i}"))
+            await asyncio.wait_for(receiver.wait_for(lambda got: len(got) >= 8, 30), 35)
+    assert down["503s"] == 12
+    assert by_product(receiver.got) == {"da": [1, 2, 3, 4], "db": [1, 2, 3, 4]}
+
+
+async def test_a_failing_lane_holds_up_only_its_own_product(
+    client: DynamoClient, streams: Any
+) -> None:
+    table, arn = await streamed_table(client)
+
+    def answer(received: Received) -> int:
+        return 500 if received.product == "stuck" else 200
+
+    async with Receiver(answer=answer) as receiver:
+        await endpoint(table, receiver.url)
+        async with workers(table, streams, arn, n=2):
+            await create_comment(table, NewComment("stuck", "en", 5, "first", "u0"))
+            for i in range(3):
+                await create_comment(table, NewComment("free", "en", 5, f"c{i}", f"u{i}"))
+            await create_comment(table, NewComment("stuck", "en", 5, "second", "u9"))
+            await asyncio.wait_for(receiver.wait_for(lambda got: len(got) >= 3, 20), 25)
+            # The stuck lane keeps trying its first event, never its second.
+            await asyncio.wait_for(
+                receiver.wait_for(
+                    lambda got: sum(a.product == "stuck" for a in receiver.attempts) >= 3, 20
+                ),
+                25,
+            )
+    assert by_product(receiver.got) == {"free": [1, 2, 3]}
+    stuck = [a.sequence for a in receiver.attempts if a.product == "stuck"]
+    assert set(stuck) == {1}
+
+
+async def test_filters_and_the_erasure_event(client: DynamoClient, streams: Any) -> None:
+    table, arn = await streamed_table(client)
+    async with Receiver() as low, Receiver() as erasures:
+        await endpoint(table, low.url, ratings=frozenset({1}))
+        await endpoint(table, erasures.url, events=frozenset({EventType.AUTHOR_ERASED}))
+        async with workers(table, streams, arn, n=2):
+            await create_comment(table, NewComment("fa", "en", 5, "great", "u1"))
+            await create_comment(table, NewComment("fa", "en", 1, "awful", "u2"))
+            job = {"PK": {"S": "ERASURE#req-1"}, "SK": {"S": "ERASURE"}}
+            await client.put_item(
+                TableName=table.name,
+                Item={
+                    **job,
+                    "requestId": {"S": "req-1"},
+                    "mode": {"S": "DELETE"},
+                    "state": {"S": "RUNNING"},
+                },
+            )
+            await client.put_item(
+                TableName=table.name,
+                Item={
+                    **job,
+                    "requestId": {"S": "req-1"},
+                    "mode": {"S": "DELETE"},
+                    "state": {"S": "DONE"},
+                    "counts": {"M": {"comments": {"N": "2"}, "votes": {"N": "1"}}},
+                },
+            )
+            await asyncio.wait_for(low.wait_for(lambda got: len(got) >= 2, 20), 25)
+            await asyncio.wait_for(erasures.wait_for(lambda got: len(got) >= 1, 20), 25)
+            await asyncio.sleep(0.3)
+    # Only the 1-star review (its number says the product had one event before it), and
+    # the shop-wide event, which product and rating filters do not hold back.
+    reviews = [(r.body["data"]["rating"], r.sequence) for r in low.got if r.product == "fa"]
+    assert reviews == [(1, 2)]
+    assert [r.body["type"] for r in low.got if r.product is None] == ["author.erased"]
+    assert [r.body["type"] for r in erasures.got] == ["author.erased"]
+    data = erasures.got[0].body["data"]
+    assert data["requestId"] == "req-1"
+    assert data["mode"] == "DELETE"
+    assert data["counts"] == {"comments": 2, "votes": 1}
+    assert data["sequence"] == 1
+    assert "productId" not in data
