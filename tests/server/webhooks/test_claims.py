@@ -7,6 +7,7 @@ and another takes its lanes over after the lease: at most one duplicate, nothing
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import uuid
 from collections import Counter, defaultdict
@@ -44,8 +45,6 @@ class Flaky:
         self.hang = hang
 
     async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
-        import json
-
         data = json.loads(body)["data"]
         lane = (url, data["productId"])
         self.in_flight[lane] += 1
@@ -99,7 +98,7 @@ async def test_racing_deliverers_deliver_each_event_once_in_order(
     expected = len(urls) * len(products) * 6
     try:
         async with asyncio.timeout(60):
-            while sum(len(p.took) for p in posters) < expected:
+            while sum(len(p.took) for p in posters) < expected:  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
             await asyncio.sleep(0.3)  # nothing more comes
     finally:
@@ -140,7 +139,7 @@ async def test_a_frozen_deliverer_is_taken_over_after_its_lease(
         other = asyncio.create_task(second.run())
         try:
             async with asyncio.timeout(30):
-                while len(healthy.took) < 3:
+                while len(healthy.took) < 3:  # noqa: ASYNC110
                     await asyncio.sleep(0.05)
         finally:
             other.cancel()
