@@ -20,9 +20,9 @@ id) holding its owner, until when the owner holds it (epoch milliseconds) and a
   only after their parent is finished or gone from the stream, so one item's changes are
   handed out in order across a split.
 - The reader's *genesis* (an item put once, the first time any process runs the reader)
-  is when it began: changes written before it (up to the second: the stream's times are
-  rounded down) are skipped, so turning webhooks on does not replay the stream's last 24
-  hours.
+  is when it began: changes written more than a minute before it are skipped (the
+  stream's times are rounded down), so turning webhooks on does not replay the stream's
+  last 24 hours.
 
 Clocks: leases compare the claimer's clock with the holder's; hosts whose clocks differ by
 more than a fraction of ``lease_seconds`` could both read a shard for a while, which the
@@ -50,6 +50,10 @@ log = logging.getLogger("comments.claimed")
 
 LEASE_PREFIX = "LEASE#"
 GENESIS_SK = "#GENESIS"
+# How far before its genesis a change may have been stamped and still be handed out: the
+# stream's times are rounded down (to the second by DynamoDB, to the minute by DynamoDB
+# Local), so a change made just after the genesis may carry an earlier time.
+GENESIS_MARGIN_SECONDS = 60.0
 
 OnBatch = Callable[[Sequence[Change]], Awaitable[None]]
 
@@ -234,7 +238,7 @@ class ClaimedReader:
             raise
         records = response.get("Records", [])
         changes = [_change(r, held.shard_id) for r in records]
-        genesis = (self.genesis or 0.0) - 1.0
+        genesis = (self.genesis or 0.0) - GENESIS_MARGIN_SECONDS
         wanted = [c for c in changes if c.written_at is None or c.written_at >= genesis]
         if wanted:
             try:
