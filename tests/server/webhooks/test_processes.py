@@ -70,7 +70,7 @@ async def test_a_process_killed_mid_delivery_hands_the_event_on(engine: LocalEng
                     *(
                         asyncio.to_thread(
                             stack.enter_context,
-                            live_server(engine.endpoint_url, name, SECRET, **ENV),
+                            live_server(engine.endpoint_url, name, SECRET, log=None, **ENV),
                         )
                         for _ in range(2)
                     )
