@@ -8,6 +8,7 @@ import strawberry
 from schema.comments import edits, moderation, replies, votes
 from schema.comments import mutations as comments
 from schema.facets import mutations as facets
+from schema.webhooks import mutations as webhooks
 
 
 @strawberry.type(description="Writes; each needs an Authorization: Bearer <JWT> header.")
@@ -60,4 +61,22 @@ class Mutation:
         resolver=facets.set_product_group,
         description="Moderators and merchants: put a product in a group (or in none) and "
         "move its published comments there; every count stays exact during the move.",
+    )
+    create_webhook_endpoint: webhooks.CreateWebhookEndpointPayload = strawberry.mutation(
+        resolver=webhooks.create_webhook_endpoint,
+        description="Moderators and merchants: register a webhook endpoint; its signing "
+        "secret is in the payload, once.",
+    )
+    update_webhook_endpoint: webhooks.UpdateWebhookEndpointPayload = strawberry.mutation(
+        resolver=webhooks.update_webhook_endpoint,
+        description="Moderators and merchants: change an endpoint, from the version read.",
+    )
+    delete_webhook_endpoint: webhooks.DeleteWebhookEndpointPayload = strawberry.mutation(
+        resolver=webhooks.delete_webhook_endpoint,
+        description="Moderators and merchants: delete an endpoint, from the version read.",
+    )
+    rotate_webhook_secret: webhooks.RotateWebhookSecretPayload = strawberry.mutation(
+        resolver=webhooks.rotate_webhook_secret,
+        description="Moderators and merchants: a new signing secret for an endpoint; the "
+        "previous one signs too for a grace period.",
     )

@@ -10,9 +10,10 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
 from typing import TYPE_CHECKING, Any
 
+from resolvers.webhook_rules import WebhookRules
 from server.webhooks.delivery import Deliverer
 from server.webhooks.outbox import Outbox
-from server.webhooks.transport import Sender
+from server.webhooks.transport import Refused, Sender, resolve_checked
 from storage.base.errors import StorageError
 from storage.engine.table import TableRef
 from storage.live.claimed import ClaimedReader
@@ -88,3 +89,18 @@ async def start_webhooks(
 
     stack.push_async_callback(stop)
     log.info("webhooks: worker %s started", owner)
+
+
+def endpoint_rules(settings: Settings) -> WebhookRules:
+    """The rules registration checks an endpoint's URL by: the delivery's own (the host
+    resolved, every address checked), so what is refused at delivery is refused here."""
+    policy = settings.webhook_policy
+
+    async def check_url(url: str) -> str | None:
+        try:
+            await resolve_checked(url, policy)
+        except Refused as exc:
+            return str(exc)
+        return None
+
+    return WebhookRules(check_url=check_url, grace_seconds=settings.webhook_secret_grace_seconds)
