@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from server.cli import main
+from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.model.comments import NewComment
 from storage.model.webhooks import EventType
+from storage.reads.webhooks import failed_deliveries
 from storage.writes import create_comment, delete_comment
 from storage.writes.edit import Edit, edit_comment
 from storage.writes.moderate import Decision, moderate_comment
 from storage.writes.reply import reply_to_comment
 from testing.webhook_receiver import Received, Receiver
 from tests.helpers import FAST as WRITE_FAST
-from tests.server.webhooks.rig import endpoint, streamed_table, workers
+from tests.server.webhooks.rig import FAST, endpoint, streamed_table, workers
 
 
 def by_product(got: list[Received]) -> dict[str | None, list[int]]:
@@ -156,3 +162,31 @@ async def test_filters_and_the_erasure_event(client: DynamoClient, streams: Any)
     assert data["counts"] == {"comments": 2, "votes": 1}
     assert data["sequence"] == 1
     assert "productId" not in data
+
+
+async def test_given_up_after_the_horizon_then_listed_and_replayed(
+    client: DynamoClient, streams: Any, engine: LocalEngine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table, arn = await streamed_table(client)
+    up = {"now": False}
+    async with Receiver(answer=lambda r: 200 if up["now"] else 500) as receiver:
+        made, _ = await endpoint(table, receiver.url)
+        short = replace(FAST, horizon_seconds=0.3)
+        async with workers(table, streams, arn, n=1, tuning=short):
+            for i in range(2):
+                await create_comment(table, NewComment("gone", "en", 3, f"c{i}", f"u{i}"))
+            async with asyncio.timeout(20):
+                while len(await failed_deliveries(table, made.endpoint_id)) < 2:  # noqa: ASYNC110
+                    await asyncio.sleep(0.1)
+        assert receiver.got == []
+        argv = ["--endpoint", made.endpoint_id, "--endpoint-url", engine.endpoint_url]
+        argv += ["--table", table.name]
+        listed = await asyncio.to_thread(main, ["webhooks", "list-failed", *argv])
+        assert listed == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert [line.split("\t")[:2] for line in lines] == [["gone", "1"], ["gone", "2"]]
+        up["now"] = True
+        replayed = await asyncio.to_thread(main, ["webhooks", "replay", *argv])
+        assert replayed == 0
+    assert by_product(receiver.got) == {"gone": [1, 2]}
+    assert await failed_deliveries(table, made.endpoint_id) == []
