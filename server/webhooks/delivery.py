@@ -94,6 +94,8 @@ class Deliverer:
     tuning: DeliveryTuning = DeliveryTuning()
     rand: Callable[[], float] = random.random
     on_sent: Callable[[Event, Endpoint], None] = lambda event, endpoint: None
+    # Told each attempt's outcome: sent, failed (to be retried) or given_up.
+    on_outcome: Callable[[str], None] = lambda outcome: None
     stats: Stats = field(default_factory=Stats)
     _busy: set[tuple[str, str]] = field(default_factory=set)
     _slots: asyncio.Semaphore | None = None
@@ -196,6 +198,7 @@ class Deliverer:
                     )
                     continue
                 outcome = await self.send(endpoint, event, lane.last_sent)
+                self.on_outcome("sent" if outcome is None else "failed")
                 if outcome is None:
                     self.stats.sent += 1
                     self.on_sent(event, endpoint)
@@ -216,6 +219,7 @@ class Deliverer:
                 first = lane.first_fail_at if lane.first_fail_at is not None else now
                 if now - first >= self.tuning.horizon_seconds:
                     self.stats.given_up += 1
+                    self.on_outcome("given_up")
                     log.warning(
                         "webhooks: gave up %s on %s after %s attempts (%s)",
                         event.event_id,

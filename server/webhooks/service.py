@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack, suppress
 from typing import TYPE_CHECKING, Any
 
 from resolvers.webhook_rules import WebhookRules
+from server.observability import metrics
 from server.webhooks.delivery import Deliverer
 from server.webhooks.outbox import Outbox
 from server.webhooks.transport import Refused, Sender, resolve_checked
@@ -39,7 +40,7 @@ async def start_webhooks(
     )
     stack.push_async_callback(sender.aclose)
     tuning = settings.delivery_tuning
-    deliverer = Deliverer(table, owner, sender, tuning)
+    deliverer = Deliverer(table, owner, sender, tuning, on_outcome=metrics.webhook_delivery)
     outbox = Outbox(table)
 
     async def read() -> None:
