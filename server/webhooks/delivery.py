@@ -31,6 +31,7 @@ import httpx
 from server.webhooks.signing import signed_headers
 from server.webhooks.transport import Answer, Refused
 from storage.base.errors import StorageError
+from storage.base.types import Item
 from storage.engine.table import TableRef
 from storage.model.webhooks import Endpoint, Event
 from storage.reads.webhooks import DueLane, due_lanes, events_after, get_endpoint
@@ -97,7 +98,10 @@ class Deliverer:
     # Told each attempt's outcome: sent, failed (to be retried) or given_up.
     on_outcome: Callable[[str], None] = lambda outcome: None
     stats: Stats = field(default_factory=Stats)
+    due_per_poll: int = DUE_PER_POLL
     _busy: set[tuple[str, str]] = field(default_factory=set)
+    # Where the last look at the due lanes stopped (None: at the start).
+    _resume: Item | None = None
     _slots: asyncio.Semaphore | None = None
     _per_endpoint: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -121,7 +125,10 @@ class Deliverer:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.tuning.concurrency)
         now = time.time()
-        due = [d for d in await due_lanes(self.table, limit=DUE_PER_POLL) if d.next_at <= now]
+        found, self._resume = await due_lanes(
+            self.table, limit=self.due_per_poll, after=self._resume
+        )
+        due = [d for d in found if d.next_at <= now]
         random.shuffle(due)
         started = 0
         for lane in due:

@@ -58,17 +58,24 @@ class DueLane:
     next_at: float
 
 
-async def due_lanes(table: TableRef, *, limit: int) -> list[DueLane]:
-    """Up to ``limit`` lanes that have work, due or backing off; one Query of one
-    partition that holds only lanes with work."""
-    page = await table.client.query(
-        TableName=table.name,
-        KeyConditionExpression="PK = :pk",
-        ExpressionAttributeValues={":pk": {"S": DUE_PK}},
-        ConsistentRead=True,
-        Limit=limit,
-    )
-    return [_due(item) for item in page.get("Items", [])]
+async def due_lanes(
+    table: TableRef, *, limit: int, after: Item | None = None
+) -> tuple[list[DueLane], Item | None]:
+    """Up to ``limit`` lanes that have work, due or backing off, after ``after`` (where
+    the previous call stopped: callers go round the partition, so lanes past the first
+    ``limit`` are reached too); and where this call stopped (None: at the end). One Query
+    of one partition that holds only lanes with work."""
+    request: dict[str, Any] = {
+        "TableName": table.name,
+        "KeyConditionExpression": "PK = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": DUE_PK}},
+        "ConsistentRead": True,
+        "Limit": limit,
+    }
+    if after is not None:
+        request["ExclusiveStartKey"] = after
+    page = await table.client.query(**request)
+    return [_due(item) for item in page.get("Items", [])], page.get("LastEvaluatedKey")
 
 
 def _due(item: Item) -> DueLane:

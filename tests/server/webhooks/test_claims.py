@@ -151,3 +151,39 @@ async def test_a_frozen_deliverer_is_taken_over_after_its_lease(
             await asyncio.wait_for(task, 10)
     assert sorted(s for _, _, s in healthy.took) == [1, 2, 3]
     assert frozen.took == []  # its one attempt never finished: the duplicate at most
+
+
+class Stuck:
+    """Refuses every delivery of some products (their lanes back off for long), takes the
+    others."""
+
+    def __init__(self, refused: set[str]) -> None:
+        self.refused = refused
+        self.took: list[str] = []
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+        product = json.loads(body)["data"]["productId"]
+        if product in self.refused:
+            return Answer(503, b"")
+        self.took.append(product)
+        return Answer(200, b"")
+
+
+async def test_lanes_past_a_page_of_stuck_ones_are_reached(
+    table: TableRef, client: DynamoClient
+) -> None:
+    own = await own_table(table, "duepages")
+    await endpoint(own, "https://r.example/hook")
+    await _events(own, ["a0", "a1", "a2", "a3"], 1)
+    poster = Stuck({"a0", "a1"})
+    slow = DeliveryTuning(poll_seconds=0.02, retry_base_seconds=600, retry_max_seconds=600)
+    deliverer = Deliverer(own, "pager", poster, slow, due_per_poll=2)
+    task = asyncio.create_task(deliverer.run())
+    try:
+        async with asyncio.timeout(20):
+            while sorted(poster.took) != ["a2", "a3"]:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
