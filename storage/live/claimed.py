@@ -104,8 +104,7 @@ class ClaimedReader:
             while True:
                 try:
                     if loop.time() >= next_look:
-                        self._shards = await self._describe()
-                        await self._claim_free()
+                        await self.look()
                         next_look = loop.time() + min(
                             self.rediscover_seconds, self.lease_seconds / 3
                         )
@@ -120,6 +119,12 @@ class ClaimedReader:
                     await asyncio.sleep(self.poll_seconds)
         finally:
             await asyncio.shield(self.release())
+
+    async def look(self) -> None:
+        """Describe the stream's shards and claim those free (or whose lease ran out)."""
+        await self._start()
+        self._shards = await self._describe()
+        await self._claim_free()
 
     async def _start(self) -> None:
         if self.genesis is None:
