@@ -13,6 +13,7 @@ from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key, configured_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
 from resolvers.loaders import Loaders
+from resolvers.webhook_rules import WebhookRules
 from storage.base.errors import CallBudgetExceeded, StorageError
 from storage.engine.metering import Meter, MeteredClient
 from storage.engine.table import TableRef
@@ -53,6 +54,8 @@ class Context:
     app_table: TableRef | None = None
     # The process's feed of the table's stream (subscriptions); None: live updates are off.
     feed: Feed | None = None
+    # The server's rules for webhook endpoints (resolvers.webhooks); None: the defaults.
+    webhooks: WebhookRules | None = None
     # The request's accepted cost (its budget of storage calls), and the server's budget,
     # up to which work only execution can price (a count) may be added (``afford_...``).
     accepted_calls: int | None = None
@@ -186,6 +189,7 @@ def make_context(
     report_threshold: int = DEFAULT_THRESHOLD,
     feed: Feed | None = None,
     erasure_mode: ErasureMode = ErasureMode.DELETE,
+    webhooks: WebhookRules | None = None,
 ) -> Context:
     """A fresh context: new meter, new loaders; the app's client, 5-star locks and plan
     memory."""
@@ -219,6 +223,7 @@ def make_context(
         storage_timeout=storage_timeout,
         app_table=app_table,
         feed=feed,
+        webhooks=webhooks,
     )
 
 

@@ -90,15 +90,20 @@ from storage.model.items import ITEMS_PER_RESPONSE
 from storage.model.problems import PROBLEMS_MAX
 from storage.model.tagging import MATCHES_PER_TOPIC
 from storage.model.topics import TOPICS_MAX
+from storage.model.webhooks import ENDPOINTS_MAX, FILTER_MAX, EventType
 from storage.reads.facet_summaries import SUMMARY_VALUES_MAX
 from storage.reads.leaders import LEADERBOARD_CALLS, LEADERBOARD_MAX
 from storage.writes import MAX_WRITE_CALLS
 from storage.writes.rates import CHECK_CALLS
+from storage.writes.webhook_endpoints import ATTEMPTS as ENDPOINT_ATTEMPTS
 
 # The write path makes at most this many storage calls for one write, retries included (a
 # guarantee of storage.writes), after the author's rate took its call (storage.writes.rates:
 # a refused write makes one more and no write).
 MUTATION_STORAGE_CALLS = MAX_WRITE_CALLS + CHECK_CALLS
+# A webhook endpoint's change: the rate's calls, then at most ATTEMPTS rounds of two reads
+# and a write (storage.writes.webhook_endpoints).
+WEBHOOK_MUTATION_CALLS = CHECK_CALLS + 3 * ENDPOINT_ATTEMPTS
 # A fan-out or filtered read: the first round, then the top-ups of storage.reads.executor.
 ROUNDS = 2
 # A facet listing filtered on what its partitions cannot tell apart: its first round is
@@ -344,6 +349,21 @@ RULES: dict[tuple[str, str], Callable[[Args, Lengths], FieldCost]] = {
     ("SetTopicTaxonomyPayload", "userErrors"): _length(lambda _: 1),
     ("SetProductGroupPayload", "userErrors"): _length(lambda _: 2),
     ("Query", "productGroup"): _calls(1),
+    # One Query of the endpoints' partition.
+    ("Query", "webhookEndpoints"): lambda _a, _l: FieldCost(1, ENDPOINTS_MAX),
+    ("WebhookEndpoint", "events"): _length(lambda _: len(EventType)),
+    ("WebhookEndpoint", "productIds"): _length(lambda _: FILTER_MAX),
+    ("WebhookEndpoint", "groupIds"): _length(lambda _: FILTER_MAX),
+    ("WebhookEndpoint", "ratings"): _length(lambda _: 5),
+    # The rate's call, the count and the endpoint read, the write retried (at most 5 each).
+    ("Mutation", "createWebhookEndpoint"): _calls(WEBHOOK_MUTATION_CALLS),
+    ("Mutation", "updateWebhookEndpoint"): _calls(WEBHOOK_MUTATION_CALLS),
+    ("Mutation", "deleteWebhookEndpoint"): _calls(WEBHOOK_MUTATION_CALLS),
+    ("Mutation", "rotateWebhookSecret"): _calls(WEBHOOK_MUTATION_CALLS),
+    ("CreateWebhookEndpointPayload", "userErrors"): _length(lambda _: 2 * FILTER_MAX + 4),
+    ("UpdateWebhookEndpointPayload", "userErrors"): _length(lambda _: 2 * FILTER_MAX + 5),
+    ("DeleteWebhookEndpointPayload", "userErrors"): _length(lambda _: 1),
+    ("RotateWebhookSecretPayload", "userErrors"): _length(lambda _: 1),
     # A page of members (one Query) and the group's count, read together.
     ("ProductGroup", "products"): _members,
     ("ProductGroup", "stats"): _calls(1),

@@ -9,6 +9,7 @@ from schema import privacy
 from schema.comments import edits, moderation, replies, votes
 from schema.comments import mutations as comments
 from schema.facets import mutations as facets
+from schema.webhooks import mutations as webhooks
 
 
 @strawberry.type(description="Writes; each needs an Authorization: Bearer <JWT> header.")
@@ -67,4 +68,22 @@ class Mutation:
         description="Moderators only: erase an author's data (their comments deleted or "
         "anonymized, their votes and reports withdrawn); runs for a few seconds and goes on "
         "with the next call for the same subject until DONE.",
+    )
+    create_webhook_endpoint: webhooks.CreateWebhookEndpointPayload = strawberry.mutation(
+        resolver=webhooks.create_webhook_endpoint,
+        description="Moderators and merchants: register a webhook endpoint; its signing "
+        "secret is in the payload, once.",
+    )
+    update_webhook_endpoint: webhooks.UpdateWebhookEndpointPayload = strawberry.mutation(
+        resolver=webhooks.update_webhook_endpoint,
+        description="Moderators and merchants: change an endpoint, from the version read.",
+    )
+    delete_webhook_endpoint: webhooks.DeleteWebhookEndpointPayload = strawberry.mutation(
+        resolver=webhooks.delete_webhook_endpoint,
+        description="Moderators and merchants: delete an endpoint, from the version read.",
+    )
+    rotate_webhook_secret: webhooks.RotateWebhookSecretPayload = strawberry.mutation(
+        resolver=webhooks.rotate_webhook_secret,
+        description="Moderators and merchants: a new signing secret for an endpoint; the "
+        "previous one signs too for a grace period.",
     )

@@ -8,6 +8,7 @@ from typing import cast
 import strawberry
 from strawberry import relay
 
+from resolvers import webhooks as webhook_resolvers
 from resolvers.comments import reads as comment_reads
 from resolvers.comments.visibility import reader
 from resolvers.facets import summaries
@@ -23,6 +24,7 @@ from schema.products.leaderboard import ProductRanking
 from schema.products.types import Product
 from schema.relay import decode_global_id
 from schema.viewer import Viewer
+from schema.webhooks.types import WebhookEndpoint
 from storage.model import rules
 from storage.model.comments import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from storage.reads.leaders import LEADERBOARD_DEFAULT, LEADERBOARD_MAX
@@ -121,3 +123,11 @@ class Query:
         self, info: Info, first: int = LEADERBOARD_DEFAULT
     ) -> list[ProductRanking] | None:
         return await leaderboard.top_products(info, first)
+
+    @strawberry.field(
+        description="The shop's webhook endpoints, for moderators and merchants (FORBIDDEN "
+        "otherwise); secrets are never shown here."
+    )
+    async def webhook_endpoints(self, info: Info) -> list[WebhookEndpoint] | None:
+        found = await webhook_resolvers.endpoints(info.context)
+        return [WebhookEndpoint.of(e) for e in found]

@@ -46,6 +46,7 @@ from server.settings import (
     TokenSettings,
 )
 from server.shutdown import Drain, Leaving, Server
+from server.webhooks import commands as webhook_commands
 from storage.base.errors import (
     GroupMoveUnfinished,
     InvalidInput,
@@ -288,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the revision the file was made from: refused if the stored one is another "
         "(default: the revision stored when the command reads it)",
     )
+
+    webhook_commands.add_parser(sub, _add_connection)
 
     retag = sub.add_parser(
         "retag",
@@ -919,6 +922,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(privacy_commands.export_author(args, storage_settings(args)))
         if args.command == "erase-author":
             return asyncio.run(privacy_commands.erase_author(args, storage_settings(args)))
+        if args.command == "webhooks":
+            return asyncio.run(webhook_commands.run(args, storage_settings(args)))
         return asyncio.run(handler[args.command](args))
     except ValidationError as exc:
         for problem in _problems(exc):

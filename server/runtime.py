@@ -45,6 +45,7 @@ from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, listener
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
+from server.webhooks.service import start_webhooks
 from storage.base.errors import StorageError
 from storage.base.types import DynamoClient
 from storage.engine.client import open_client, open_streams_client
@@ -335,6 +336,7 @@ async def _open_table(
     if created and settings.seed_demo:  # through the gate, which the first check opened
         await _seed_demo(table, settings)
     feed = None
+    streams: Any = None
     if settings.live_updates and follow:
         streams = await stack.enter_async_context(open_streams_client(client_settings))
         feed = Feed(
@@ -344,6 +346,10 @@ async def _open_table(
         )
         task = asyncio.create_task(_follow(feed, streams, settings.stream_poll_seconds))
         stack.push_async_callback(_stop_following, feed, task)
+    if settings.webhooks and follow:
+        if streams is None:
+            streams = await stack.enter_async_context(open_streams_client(client_settings))
+        await start_webhooks(stack, table, streams, settings, process_id().key)
     return table, feed
 
 

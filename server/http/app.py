@@ -76,6 +76,7 @@ from server.observability.middleware import Observed, OperationName, exchange_of
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
 from server.shutdown import Drain
+from server.webhooks.service import endpoint_rules
 from storage.base.errors import StorageUnavailable
 from storage.base.types import DynamoClient
 from storage.engine.health import ping
@@ -154,6 +155,7 @@ class GraphQLApp(GraphQL[Context, None]):
             settings.max_websockets_per_token,
         )
         self.trusted_proxies = settings.trusted_proxies
+        self.webhook_rules = endpoint_rules(settings)
         self.subscription_limits = SubscriptionLimits(
             per_connection=settings.subscriptions_per_connection,
             idle_seconds=settings.subscription_idle_seconds,
@@ -449,6 +451,7 @@ class GraphQLApp(GraphQL[Context, None]):
             report_threshold=runtime.settings.report_threshold,
             feed=runtime.feed,
             erasure_mode=runtime.settings.default_erasure_mode,
+            webhooks=self.webhook_rules,
         )
         context.over_socket = isinstance(request, WebSocket)
         context.ready_for = runtime.ready_for

@@ -286,6 +286,15 @@ class Metrics:
             "trimmed records)",
             registry=registry,
         )
+        self.webhook_deliveries = Counter(
+            "comments_webhook_deliveries",
+            "Webhook delivery attempts by outcome (sent: answered 2xx; failed: to be retried; "
+            "given_up: kept as failed after the retry horizon, replayable)",
+            ["outcome"],
+            registry=registry,
+        )
+        for outcome in WEBHOOK_OUTCOMES:  # exported at zero from the start
+            self.webhook_deliveries.labels(outcome=outcome)
         self.subscriptions_ended = Counter(
             "comments_subscriptions_ended",
             "Subscriptions the server ended, by the error code they were ended with "
@@ -466,6 +475,15 @@ def stream_gaps(count: int = 1) -> None:
     """The stream reader missed changes ``count`` times (``comments_stream_gaps_total``)."""
     if _active and count > 0:
         _active[-1].stream_gaps.inc(count)
+
+
+WEBHOOK_OUTCOMES = ("sent", "failed", "given_up")
+
+
+def webhook_delivery(outcome: str) -> None:
+    """A webhook delivery attempt ended with ``outcome`` (``comments_webhook_deliveries_total``)."""
+    if _active and outcome in WEBHOOK_OUTCOMES:
+        _active[-1].webhook_deliveries.labels(outcome=outcome).inc()
 
 
 def subscription_ended(code: str) -> None:

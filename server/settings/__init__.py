@@ -6,6 +6,7 @@ upper case, and ``docs/configuration.md`` lists each one (a test keeps them in s
     http.py            the listener, browsers, production posture, limits, caching
     writes.py          moderation, per-author limits and rates
     live_updates.py    the stream and what subscriptions may hold and cost
+    webhooks.py        the webhook worker: deliveries, leases, retries, outbound rules
     observability.py   metrics, logs, traces
     development.py     the embedded engine, demo data, dev tokens
 
@@ -43,7 +44,9 @@ from server.settings.observability import (
 )
 from server.settings.storage import StorageSettings, StorageUse
 from server.settings.tokens import TokenSettings
+from server.settings.webhooks import WebhookSettings
 from server.settings.writes import WriteSettings
+from server.webhooks.transport import Policy
 
 __all__ = [
     "CORS_ALLOW_HEADERS",
@@ -61,6 +64,7 @@ __all__ = [
     "StorageSettings",
     "StorageUse",
     "TokenSettings",
+    "WebhookSettings",
     "WriteSettings",
 ]
 
@@ -72,6 +76,7 @@ class Settings(
     HttpSettings,
     WriteSettings,
     LiveUpdateSettings,
+    WebhookSettings,
     ObservabilitySettings,
     DevelopmentSettings,
     EngineSettings,
@@ -153,6 +158,13 @@ class Settings(
         default = PRODUCTION_TRACES_RATIO if self.production else DEVELOPMENT_TRACES_RATIO
         ratio = self.otel_traces_sampler_arg
         return self.otel_traces_sampler or DEFAULT_SAMPLER, default if ratio is None else ratio
+
+    @property
+    def webhook_policy(self) -> Policy:
+        """What deliveries may connect to (server.webhooks.transport)."""
+        loopback = self.webhook_allow_loopback
+        allowed = not self.production if loopback is None else loopback
+        return Policy(allow_loopback=allowed, allow_http=allowed)
 
     @property
     def embedded(self) -> bool:

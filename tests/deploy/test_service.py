@@ -92,6 +92,7 @@ def test_the_serving_task_has_what_production_needs(template: dict[str, Any]) ->
         AWS_REGION="eu-west-1",
         DYNAMODB_TABLE="comments",
         WORKERS="2",
+        WEBHOOKS="false",
         CORS_ORIGINS="https://shop.example",
         FORWARDED_ALLOW_IPS="10.0.0.0/16",
         SHUTDOWN_DELAY_SECONDS="15",
@@ -102,6 +103,9 @@ def test_the_serving_task_has_what_production_needs(template: dict[str, Any]) ->
     settings = Settings.model_validate({name.lower(): value for name, value in filled.items()})
     assert settings.production
     assert not settings.creates_table
+    # Deliveries from production tasks never reach loopback or plain http.
+    assert settings.webhook_policy.allow_loopback is False
+    assert settings.webhook_policy.allow_http is False
 
 
 def test_the_load_balancer_asks_readiness_and_the_container_liveness(

@@ -279,6 +279,7 @@ GROUPS = {
     "HTTP and limits": (settings_groups.HttpSettings,),
     "Writes and moderation": (settings_groups.WriteSettings,),
     "Live updates": (settings_groups.LiveUpdateSettings,),
+    "Webhooks": (settings_groups.WebhookSettings,),
     "Observability": (settings_groups.ObservabilitySettings,),
     "Development": (settings_groups.DevelopmentSettings, settings_groups.EngineSettings),
 }

@@ -1,0 +1,107 @@
+"""The webhook worker of one process, started and stopped with its lifespan: the claimed
+stream reader that writes events (``outbox``) and the deliverer (``delivery``), sharing
+one owner name (host, pid and a random part: unique per start)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, suppress
+from typing import TYPE_CHECKING, Any
+
+from resolvers.webhook_rules import WebhookRules
+from server.observability import metrics
+from server.webhooks.delivery import Deliverer
+from server.webhooks.outbox import Outbox
+from server.webhooks.transport import Refused, Sender, resolve_checked
+from storage.base.errors import StorageError
+from storage.engine.table import TableRef
+from storage.live.claimed import ClaimedReader
+from storage.live.stream import stream_arn
+
+if TYPE_CHECKING:
+    from server.settings import Settings
+
+log = logging.getLogger("comments.webhooks")
+
+READER = "webhooks"
+STREAM_RECHECK_SECONDS = 60.0
+
+
+async def start_webhooks(
+    stack: AsyncExitStack, table: TableRef, streams: Any, settings: Settings, owner: str
+) -> None:
+    """Run the worker until the stack closes (its leases are given back then)."""
+    sender = Sender(
+        settings.webhook_policy,
+        connect_seconds=settings.webhook_connect_seconds,
+        read_seconds=settings.webhook_read_seconds,
+    )
+    stack.push_async_callback(sender.aclose)
+    tuning = settings.delivery_tuning
+    deliverer = Deliverer(table, owner, sender, tuning, on_outcome=metrics.webhook_delivery)
+    outbox = Outbox(table)
+
+    async def read() -> None:
+        while True:
+            try:
+                arn = await stream_arn(table)
+            except StorageError as exc:
+                log.warning("webhooks: describing the table failed (%s)", type(exc).__name__)
+                arn = None
+            if arn is not None:
+                break
+            log.warning("webhooks: the table has no stream; no events are written")
+            await asyncio.sleep(STREAM_RECHECK_SECONDS)
+        reader = ClaimedReader(
+            table,
+            streams,
+            arn,
+            READER,
+            owner,
+            outbox.on_batch,
+            lease_seconds=tuning.lease_seconds,
+            poll_seconds=settings.stream_poll_seconds,
+        )
+        await reader.run()
+
+    async def keep(what: str, run: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            try:
+                await run()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the worker must outlive what fails it; said, then again
+                log.exception("webhooks: the %s failed; starting it again", what)
+                await asyncio.sleep(tuning.poll_seconds * 10)
+
+    tasks = [
+        asyncio.create_task(keep("stream reader", read)),
+        asyncio.create_task(keep("deliverer", deliverer.run)),
+    ]
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with suppress(asyncio.CancelledError):
+                await task
+
+    stack.push_async_callback(stop)
+    log.info("webhooks: worker %s started", owner)
+
+
+def endpoint_rules(settings: Settings) -> WebhookRules:
+    """The rules registration checks an endpoint's URL by: the delivery's own (the host
+    resolved, every address checked), so what is refused at delivery is refused here."""
+    policy = settings.webhook_policy
+
+    async def check_url(url: str) -> str | None:
+        try:
+            await resolve_checked(url, policy)
+        except Refused as exc:
+            return str(exc)
+        return None
+
+    return WebhookRules(check_url=check_url, grace_seconds=settings.webhook_secret_grace_seconds)

@@ -1,0 +1,164 @@
+"""Sending a delivery without letting the URL reach inside the network (SSRF), hang the
+sender, or flood its memory.
+
+- The URL's host is resolved here, every address it resolves to is checked, and the
+  connection goes to a checked address, with the original name as ``Host`` and as the TLS
+  server name (SNI; the certificate is verified against the name): a name that resolves
+  to a public address when checked and to a private one when connected (DNS rebinding)
+  cannot slip between the two, since there is only one resolution.
+- Refused: any address that is not globally routable (private, loopback, link-local,
+  CGNAT 100.64/10, unspecified, reserved, documentation ranges), multicast, and IPv6
+  forms that carry an IPv4 address (mapped, 6to4, Teredo) judged by that address.
+  Loopback is allowed only when ``allow_loopback`` (development and tests); ``https``
+  only, unless ``allow_http``.
+- Connect and read timeouts, and an overall deadline; redirects are not followed (a 3xx
+  is a failed delivery); at most ``BODY_CAP`` bytes of the answer are read; no proxy from
+  the environment; no connection kept alive (a pooled connection to an address would be
+  shared by names that resolve to it, with another name's TLS session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from dataclasses import dataclass
+
+import httpx
+
+BODY_CAP = 4096
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class Refused(Exception):
+    """The URL may not be delivered to; the message says why (safe to show its owner)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    allow_loopback: bool = False
+    allow_http: bool = False
+
+
+def address_problem(address: IPAddress, policy: Policy) -> str | None:
+    """Why a delivery may not connect to ``address``; None when it may."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if address.teredo is not None:
+            embedded = address.teredo[1]
+        if embedded is not None:
+            return address_problem(embedded, policy)
+    if address.is_loopback:
+        return None if policy.allow_loopback else "a loopback address"
+    if address.is_multicast:
+        return "a multicast address"
+    if address.is_unspecified:
+        return "an unspecified address"
+    if not address.is_global:
+        return "a private, link-local or reserved address"
+    return None
+
+
+def url_problem(url: str, policy: Policy) -> str | None:
+    """What is wrong with ``url`` before resolving it; None when nothing is."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "not a URL"
+    if parsed.scheme not in ("https", "http") or not parsed.host:
+        return "an https URL is needed"
+    if parsed.scheme == "http" and not policy.allow_http:
+        return "an https URL is needed"
+    if parsed.userinfo:
+        return "credentials in the URL are not allowed"
+    return None
+
+
+async def resolve_checked(url: str, policy: Policy) -> list[IPAddress]:
+    """Every address the URL's host resolves to, all checked; Refused otherwise."""
+    problem = url_problem(url, policy)
+    if problem is not None:
+        raise Refused(problem)
+    parsed = httpx.URL(url)
+    host = parsed.host
+    try:
+        literal: IPAddress | None = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    if literal is not None:
+        found = [literal]
+    else:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, parsed.port or 443, type=socket.SOCK_STREAM
+            )
+        except (OSError, UnicodeError) as exc:
+            raise Refused("the host name does not resolve") from exc
+        found = list(dict.fromkeys(ipaddress.ip_address(i[4][0]) for i in infos))
+        if not found:
+            raise Refused("the host name does not resolve")
+    for address in found:
+        problem = address_problem(address, policy)
+        if problem is not None:
+            raise Refused(f"the host resolves to {problem}")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+
+
+class Sender:
+    """POSTs deliveries through one client (no keep-alive); ``aclose`` when done."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        connect_seconds: float = 5.0,
+        read_seconds: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.policy = policy
+        self.deadline = connect_seconds + 2 * read_seconds
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(read_seconds, connect=connect_seconds, pool=connect_seconds),
+            follow_redirects=False,
+            trust_env=False,
+            limits=httpx.Limits(max_keepalive_connections=0),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+        """Resolve, check, connect to a checked address and POST; the answer's status and
+        at most ``BODY_CAP`` bytes. Refused, or httpx's errors (timeouts included)."""
+        addresses = await resolve_checked(url, self.policy)
+        parsed = httpx.URL(url)
+        target = parsed.copy_with(host=str(addresses[0]))
+        host_header = parsed.host if parsed.port is None else f"{parsed.host}:{parsed.port}"
+        if ":" in parsed.host and parsed.port is not None:
+            host_header = f"[{parsed.host}]:{parsed.port}"
+        request = self.client.build_request(
+            "POST",
+            target,
+            content=body,
+            headers={**headers, "host": host_header, "content-type": "application/json"},
+            extensions={"sni_hostname": parsed.host},
+        )
+        async with asyncio.timeout(self.deadline):
+            response = await self.client.send(request, stream=True)
+            try:
+                kept = bytearray()
+                async for chunk in response.aiter_raw():
+                    kept += chunk[: BODY_CAP - len(kept)]
+                    if len(kept) >= BODY_CAP:
+                        break
+            finally:
+                await response.aclose()
+        return Answer(response.status_code, bytes(kept))
