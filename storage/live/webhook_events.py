@@ -22,9 +22,16 @@ from storage.base.types import Item
 from storage.live.events import EventKind, Listing, classify, comment_change
 from storage.live.stream import Change
 from storage.model.comments import Comment
+from storage.model.erasure import (
+    COUNTS_ATTR,
+    MODE_ATTR,
+    REQUEST_ID_ATTR,
+    STATE_ATTR,
+    State,
+    is_job_item,
+)
+from storage.model.keys import ERASURE_PREFIX
 from storage.model.webhooks import (
-    ERASURE_PREFIX,
-    ERASURE_SK,
     SHOP_SCOPE,
     Event,
     EventType,
@@ -89,16 +96,16 @@ def _erasure(change: Change) -> Event | None:
     image = change.new
     if image is None:
         return None
-    pk = image.get("PK", {}).get("S", "")
-    if not pk.startswith(ERASURE_PREFIX) or image.get("SK", {}).get("S") != ERASURE_SK:
+    if not is_job_item(image):
         return None
-    state = image.get("state", {}).get("S")
-    was = (change.old or {}).get("state", {}).get("S")
-    if state != "DONE" or was == "DONE":
+    pk = image["PK"]["S"]
+    state = image.get(STATE_ATTR, {}).get("S")
+    was = (change.old or {}).get(STATE_ATTR, {}).get("S")
+    if state != State.DONE or was == State.DONE:
         return None
     counts = {
         name: int(value["N"])
-        for name, value in image.get("counts", {}).get("M", {}).items()
+        for name, value in image.get(COUNTS_ATTR, {}).get("M", {}).items()
         if "N" in value
     }
     return Event(
@@ -107,8 +114,8 @@ def _erasure(change: Change) -> Event | None:
         scope=SHOP_SCOPE,
         timestamp=_when(change),
         data={
-            "requestId": image.get("requestId", {}).get("S", pk[len(ERASURE_PREFIX) :]),
-            "mode": image.get("mode", {}).get("S"),
+            "requestId": image.get(REQUEST_ID_ATTR, {}).get("S", pk[len(ERASURE_PREFIX) :]),
+            "mode": image.get(MODE_ATTR, {}).get("S"),
             "counts": counts,
         },
     )

@@ -64,10 +64,6 @@ FILTER_MAX = 100
 # Days an event stays in its scope's log (TTL), well past the longest retry horizon.
 LOG_DAYS = 7
 
-# The job item the privacy erasure writes (its interface, agreed with that feature).
-ERASURE_PREFIX = "ERASURE#"
-ERASURE_SK = "ERASURE"
-
 
 class EventType(enum.Enum):
     """What a webhook event says; its value is the ``type`` in the payload."""
