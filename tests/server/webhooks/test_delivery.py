@@ -4,6 +4,7 @@ readers, events numbered per product, delivered signed, in order, once, by two w
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import defaultdict
 from dataclasses import replace
 from typing import Any
@@ -14,7 +15,9 @@ from server.cli import main
 from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.model.comments import NewComment
+from storage.model.erasure import Mode
 from storage.model.webhooks import EventType
+from storage.ops.erasure import run_erasure, start_erasure
 from storage.reads.webhooks import failed_deliveries
 from storage.writes import create_comment, delete_comment
 from storage.writes.edit import Edit, edit_comment
@@ -162,6 +165,38 @@ async def test_filters_and_the_erasure_event(client: DynamoClient, streams: Any)
     assert data["counts"] == {"comments": 2, "votes": 1}
     assert data["sequence"] == 1
     assert "productId" not in data
+
+
+async def test_a_real_erasure_is_announced_once_with_its_comments_removed(
+    client: DynamoClient, streams: Any
+) -> None:
+    """The erasure feature's own job, run to its end, as the shop's endpoint sees it: each
+    erased comment leaves its product's listing, then one shop-wide announcement whose
+    request id and counts are the job's."""
+    table, arn = await streamed_table(client)
+    wanted = frozenset({EventType.COMMENT_REMOVED, EventType.AUTHOR_ERASED})
+    async with Receiver() as shop:
+        await endpoint(table, shop.url, events=wanted)
+        async with workers(table, streams, arn, n=2):
+            gone = [
+                await create_comment(table, NewComment(p, "en", 4, "mine", "leaving"))
+                for p in ("fx", "fy")
+            ]
+            await create_comment(table, NewComment("fx", "en", 2, "stays", "staying"))
+            job = await start_erasure(table, "leaving", Mode.DELETE)
+            done = await asyncio.wait_for(run_erasure(table, job.request_id), 25)
+            assert done.done
+            await asyncio.wait_for(shop.wait_for(lambda got: len(got) >= 3, 20), 25)
+            await asyncio.sleep(0.3)  # nothing more comes
+    removed = sorted(r.body["data"]["commentId"] for r in shop.got if r.product is not None)
+    assert removed == sorted(c.comment.comment_id for c in gone)
+    announced = [r.body for r in shop.got if r.product is None]
+    assert [a["type"] for a in announced] == ["author.erased"]
+    assert announced[0]["data"]["requestId"] == job.request_id
+    assert announced[0]["data"]["mode"] == "DELETE"
+    assert announced[0]["data"]["counts"] == dict(done.counts)
+    assert announced[0]["data"]["counts"]["comments"] == 2
+    assert "leaving" not in json.dumps([r.body for r in shop.got])
 
 
 async def test_given_up_after_the_horizon_then_listed_and_replayed(
