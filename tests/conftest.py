@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
+import aioboto3
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -79,3 +81,17 @@ async def api(table: TableRef) -> AsyncIterator[Api]:
     """The application in process, over the session's table, development settings."""
     async with running_api(table.client, table.name) as running:
         yield running
+
+
+@pytest.fixture
+async def streams(engine: LocalEngine) -> AsyncIterator[Any]:
+    """A DynamoDB Streams client of the session's engine (the stream readers' own API)."""
+    session = aioboto3.Session()
+    async with session.client(
+        "dynamodbstreams",
+        region_name="us-east-1",
+        endpoint_url=engine.endpoint_url,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    ) as opened:
+        yield opened

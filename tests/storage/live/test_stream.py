@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aioboto3
-import pytest
 from botocore.exceptions import ClientError
 
-from server.dev.local_engine import LocalEngine
 from storage.base.types import DynamoClient
 from storage.engine.table import TableRef
 from storage.live.events import (
@@ -30,19 +26,6 @@ from storage.reads.reader import get_counts
 from storage.writes import create_comment, delete_comment
 from storage.writes.edit import Edit, edit_comment
 from tests.helpers import FAST, stamp
-
-
-@pytest.fixture
-async def streams(engine: LocalEngine) -> AsyncIterator[Any]:
-    session = aioboto3.Session()
-    async with session.client(
-        "dynamodbstreams",
-        region_name="us-east-1",
-        endpoint_url=engine.endpoint_url,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    ) as opened:
-        yield opened
 
 
 async def _streamed_table(client: DynamoClient) -> tuple[TableRef, str]:
