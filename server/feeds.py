@@ -26,6 +26,8 @@ from storage.model.catalogue import CatalogueLine, LineProblem, split_lines
 from storage.ops.feeds.catalogue_index import CatalogueIndex
 from storage.ops.feeds.export import (
     FORMAT,
+    MAX_FILE_BYTES,
+    MIN_FILE_BYTES,
     PAGE_ITEMS,
     SEGMENTS,
     SEGMENTS_MAX,
@@ -112,6 +114,14 @@ def add_parser(
         default=PAGE_ITEMS,
         help=f"items scanned per call, between checkpoints (default {PAGE_ITEMS})",
     )
+    export.add_argument(
+        "--max-file-bytes",
+        type=int,
+        default=MAX_FILE_BYTES,
+        help=f"a larger feed is split into numbered files beside --output (FILE-1.xml, "
+        f"FILE-2.xml...), each a whole feed (default {MAX_FILE_BYTES:,}, Google's limit; "
+        "0: one file of any size; stdout is always one feed)",
+    )
 
 
 def parse_since(text: str) -> str:
@@ -139,6 +149,8 @@ def _name(value: str | None, option: str) -> str | None:
 
 def options_from(args: argparse.Namespace, catalogue_version: str) -> FeedOptions:
     """The feed's options from the command line; ValueError says what is wrong."""
+    if args.max_file_bytes and args.max_file_bytes < MIN_FILE_BYTES:
+        raise ValueError(f"--max-file-bytes is 0 or at least {MIN_FILE_BYTES:,}")
     favicon = None
     if args.publisher_favicon is not None:
         favicon = UrlTemplate.parse(args.publisher_favicon, frozenset()).text
@@ -155,6 +167,10 @@ def options_from(args: argparse.Namespace, catalogue_version: str) -> FeedOption
         segments=args.segments,
         page_items=args.page_items,
         catalogue_version=catalogue_version,
+        # One stream has no files to split into.
+        max_file_bytes=None
+        if args.output is None or args.max_file_bytes == 0
+        else args.max_file_bytes,
     )
 
 

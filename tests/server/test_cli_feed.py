@@ -65,7 +65,7 @@ def test_cli_exports_to_a_file_with_catalogue_identifiers(
     assert out.count("<review>") == 3
 
 
-def test_cli_refuses_a_bad_template_and_a_bad_since(
+def test_cli_refuses_a_bad_template_a_bad_since_and_a_file_limit_below_a_review(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = [*TEMPLATES]
@@ -75,4 +75,7 @@ def test_cli_refuses_a_bad_template_and_a_bad_since(
     assert "unknown placeholder {commentId}" in capsys.readouterr().err
     assert cli_main(["export", *TEMPLATES, "--since", "yesterday"]) == 2
     assert "ISO-8601" in capsys.readouterr().err
+    small = ["--output", str(output), "--max-file-bytes", "5000"]
+    assert cli_main(["export", *TEMPLATES, *small]) == 2
+    assert "--max-file-bytes is 0 or at least 1,000,000" in capsys.readouterr().err
     assert not output.exists()

@@ -36,6 +36,11 @@ the parts in segment order and the tail are copied into a temporary file beside 
 output, which is synced and renamed over it: the output path holds a whole feed or what
 it held before, never half of one. Then the parts and the checkpoint are removed.
 
+Size. Google fetches no file over 100 MB, about 75,000 reviews. A feed larger than
+``max_file_bytes`` is written as numbered files beside the output instead (``feed-1.xml``,
+``feed-2.xml``...), each a whole feed split between two reviews and renamed into place
+whole; numbered files of a former, longer run are removed.
+
 Memory: a page of items per segment, the checkpoint's few numbers, file buffers. Nothing
 is kept per review.
 """
@@ -80,6 +85,11 @@ FORMAT = "google-product-reviews"
 SEGMENTS = 4
 SEGMENTS_MAX = 64
 PAGE_ITEMS = 500
+# Google's limit on one feed file (100 MB).
+MAX_FILE_BYTES = 100_000_000
+# The smallest limit the command takes: room for the feed's head and a review of the
+# longest texts.
+MIN_FILE_BYTES = 1_000_000
 
 # The comment times that mark a change, and the import record's.
 _CHANGE_TIMES = ("createdAt", "editedAt", "decidedAt", "submittedAt")
@@ -102,8 +112,13 @@ class FeedOptions:
     # Names the catalogue file's version (path, size, time): a checkpoint made with
     # another catalogue is not resumed.
     catalogue_version: str = ""
+    # Larger feeds are split into numbered files (None: one file, any size). Only where the
+    # files go: a checkpoint is resumed whatever it is.
+    max_file_bytes: int | None = MAX_FILE_BYTES
 
     def __post_init__(self) -> None:
+        if self.max_file_bytes is not None and self.max_file_bytes < 1:
+            raise ValueError("a feed file holds at least 1 byte")
         if not 1 <= self.segments <= SEGMENTS_MAX:
             raise ValueError(f"segments are 1 to {SEGMENTS_MAX}")
         if self.page_items < 1:
@@ -141,6 +156,7 @@ class Exported:
     """What a run wrote."""
 
     path: Path
+    files: tuple[tuple[Path, int], ...]  # the files written and their sizes in bytes
     reviews: int  # reviews in the feed, withdrawn ones included
     withdrawn: int  # of them, sent with is_spam to take them down
     unmatched: int  # reviews whose product has no catalogue line (no identifiers sent)
@@ -154,12 +170,17 @@ class Exported:
         rate = self.reviews / max(self.seconds, 1e-9)
         return (
             f"wrote {self.reviews} reviews ({self.withdrawn} withdrawn with is_spam, "
-            f"{self.unmatched} without catalogue identifiers) to {self.path}, "
+            f"{self.unmatched} without catalogue identifiers) to {self._where()}, "
             f"{self.bytes:,} bytes; {self.scanned} items scanned"
             + (", resuming a stopped run" if self.resumed else "")
             + f"; {self.seconds:.1f} s ({rate:.0f} reviews/s); "
             f"next incremental feed: --since {self.cutoff}"
         )
+
+    def _where(self) -> str:
+        if len(self.files) == 1:
+            return str(self.files[0][0])
+        return f"{len(self.files)} files, " + ", ".join(str(p) for p, _ in self.files)
 
 
 async def export_feed(
@@ -213,18 +234,19 @@ async def export_feed(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    size = assemble(output, options.publisher, checkpoint)
+    files = assemble(output, options.publisher, checkpoint, options.max_file_bytes)
     checkpoint_file.unlink(missing_ok=True)
     for k in range(options.segments):
         part_path(output, k).unlink(missing_ok=True)
     states = checkpoint.segments
     return Exported(
         output,
+        tuple(files),
         sum(s.reviews for s in states),
         sum(s.withdrawn for s in states),
         sum(s.unmatched for s in states),
         sum(s.scanned for s in states),
-        size,
+        sum(size for _, size in files),
         checkpoint.cutoff,
         resumed,
         time.monotonic() - started,

@@ -151,6 +151,47 @@ async def test_full_feed_is_valid_with_hostile_texts_and_has_each_published_revi
 
 
 @pytest.mark.engine
+async def test_a_feed_over_the_file_limit_is_split_between_reviews_into_whole_feeds(
+    table: TableRef, tmp_path: Path
+) -> None:
+    own = await own_table(table, "feed_split")
+    await put_all(own, [comment_to_item(comment(n)) for n in range(40)])
+    whole = tmp_path / "whole.xml"
+    await asyncio.wait_for(export_feed(own, whole, OPTIONS, lookup), 60)
+    limit = whole.stat().st_size // 3  # four files at least
+    output = tmp_path / "feed.xml"
+    (tmp_path / "feed-9.xml").write_text("not ours: a gap in the numbers ends the clean-up")
+    for n in range(1, 8):  # a former, longer run's files
+        (tmp_path / f"feed-{n}.xml").write_text("yesterday")
+    split = replace(OPTIONS, max_file_bytes=limit)
+    done = await asyncio.wait_for(export_feed(own, output, split, lookup), 60)
+    files = [path for path, _ in done.files]
+    assert len(files) >= 4
+    assert files == [tmp_path / f"feed-{n}.xml" for n in range(1, len(files) + 1)]
+    assert not output.exists()
+    ids: list[str] = []
+    for path, size in done.files:
+        assert path.stat().st_size == size <= limit
+        document = parsed(path)  # each a whole, valid feed
+        assert review_ids(document)
+        ids += review_ids(document)
+    # Every review of the one-file feed, once, in its order.
+    assert ids == review_ids(parsed(whole))
+    assert done.bytes == sum(size for _, size in done.files)
+    left = sorted(await asyncio.to_thread(os.listdir, tmp_path))
+    assert left == sorted(["whole.xml", "feed-9.xml", *(p.name for p in files)])
+    # A run that fits in one file again removes the numbered ones.
+    again = await asyncio.wait_for(export_feed(own, output, OPTIONS, lookup), 60)
+    assert [p for p, _ in again.files] == [output]
+    assert output.read_bytes() == whole.read_bytes()
+    assert sorted(await asyncio.to_thread(os.listdir, tmp_path)) == [
+        "feed-9.xml",
+        "feed.xml",
+        "whole.xml",
+    ]
+
+
+@pytest.mark.engine
 async def test_an_empty_table_gives_a_valid_feed_without_reviews(
     table: TableRef, tmp_path: Path
 ) -> None:
