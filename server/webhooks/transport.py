@@ -152,9 +152,9 @@ class Sender:
         addresses = await resolve_checked(url, self.policy)
         parsed = httpx.URL(url)
         target = parsed.copy_with(host=str(addresses[0]))
-        host_header = parsed.host if parsed.port is None else f"{parsed.host}:{parsed.port}"
-        if ":" in parsed.host and parsed.port is not None:
-            host_header = f"[{parsed.host}]:{parsed.port}"
+        # An IPv6 literal is bracketed in Host, with or without a port (RFC 3986's IP-literal).
+        named = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+        host_header = named if parsed.port is None else f"{named}:{parsed.port}"
         request = self.client.build_request(
             "POST",
             target,

@@ -117,3 +117,28 @@ async def test_a_silent_receiver_times_out() -> None:
         finally:
             await sender.aclose()
     assert len(silent.attempts) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://[2606:4700::1111]/hook", "[2606:4700::1111]"),
+        ("https://[2606:4700::1111]:8443/hook", "[2606:4700::1111]:8443"),
+        ("https://93.184.215.14/hook", "93.184.215.14"),
+        ("https://93.184.215.14:8443/hook", "93.184.215.14:8443"),
+    ],
+)
+async def test_host_header_of_an_address_literal(url: str, host: str) -> None:
+    """An IPv6 literal's Host is bracketed, with or without a port (RFC 9110, 3986)."""
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("host"))
+        return httpx.Response(204, stream=httpx.ByteStream(b""))
+
+    sender = Sender(PRODUCTION, transport=httpx.MockTransport(answer))
+    try:
+        await sender.post(url, b"{}", {})
+    finally:
+        await sender.aclose()
+    assert seen == [host]
