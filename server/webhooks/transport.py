@@ -8,7 +8,9 @@ sender, or flood its memory.
   cannot slip between the two, since there is only one resolution.
 - Refused: any address that is not globally routable (private, loopback, link-local,
   CGNAT 100.64/10, unspecified, reserved, documentation ranges), multicast, and IPv6
-  forms that carry an IPv4 address (mapped, 6to4, Teredo) judged by that address.
+  forms that carry an IPv4 address (mapped, 6to4, Teredo, NAT64 64:ff9b::/96) judged by
+  that address; the other forms in the reserved ::/8 (IPv4-compatible, SIIT, local-use
+  NAT64) are refused.
   Loopback is allowed only when ``allow_loopback`` (development and tests); ``https``
   only, unless ``allow_http``.
 - Connect and read timeouts, and an overall deadline; redirects are not followed (a 3xx
@@ -30,6 +32,10 @@ BODY_CAP = 4096
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
+# NAT64's well-known prefix (RFC 6052): a translator connects to the IPv4 address in its
+# last 32 bits, so such an address is judged by that IPv4 address.
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
 
 class Refused(Exception):
     """The URL may not be delivered to; the message says why (safe to show its owner)."""
@@ -47,6 +53,8 @@ def address_problem(address: IPAddress, policy: Policy) -> str | None:
         embedded = address.ipv4_mapped or address.sixtofour
         if address.teredo is not None:
             embedded = address.teredo[1]
+        if address in NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None:
             return address_problem(embedded, policy)
     if address.is_loopback:
@@ -55,7 +63,10 @@ def address_problem(address: IPAddress, policy: Policy) -> str | None:
         return "a multicast address"
     if address.is_unspecified:
         return "an unspecified address"
-    if not address.is_global:
+    # is_reserved too: Python's is_global (before 3.12.4) calls IPv6 forms that carry an
+    # IPv4 address global (IPv4-compatible ::a.b.c.d, SIIT ::ffff:0:a.b.c.d, local-use
+    # NAT64 64:ff9b:1::/48), all in the reserved ::/8.
+    if address.is_reserved or not address.is_global:
         return "a private, link-local or reserved address"
     return None
 
@@ -141,9 +152,9 @@ class Sender:
         addresses = await resolve_checked(url, self.policy)
         parsed = httpx.URL(url)
         target = parsed.copy_with(host=str(addresses[0]))
-        host_header = parsed.host if parsed.port is None else f"{parsed.host}:{parsed.port}"
-        if ":" in parsed.host and parsed.port is not None:
-            host_header = f"[{parsed.host}]:{parsed.port}"
+        # An IPv6 literal is bracketed in Host, with or without a port (RFC 3986's IP-literal).
+        named = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+        host_header = named if parsed.port is None else f"{named}:{parsed.port}"
         request = self.client.build_request(
             "POST",
             target,

@@ -45,6 +45,14 @@ DEV = Policy(allow_loopback=True, allow_http=True)
         ("93.184.215.14", False),
         ("2606:4700::1111", False),
         ("::ffff:93.184.215.14", False),
+        # Forms Python 3.11's is_global calls global, that carry or reach an IPv4 address:
+        ("::127.0.0.1", True),  # IPv4-compatible (deprecated)
+        ("::ffff:0:127.0.0.1", True),  # IPv4-translated (SIIT)
+        ("64:ff9b::127.0.0.1", True),  # NAT64 well-known prefix, judged by its IPv4
+        ("64:ff9b::169.254.169.254", True),
+        ("64:ff9b::10.0.0.5", True),
+        ("64:ff9b:1::10.0.0.5", True),  # local-use NAT64: its IPv4 cannot be told
+        ("64:ff9b::93.184.215.14", False),  # DNS64 of a public receiver
     ],
 )
 def test_addresses(address: str, refused: bool) -> None:
@@ -55,6 +63,8 @@ def test_addresses(address: str, refused: bool) -> None:
 def test_loopback_only_when_allowed() -> None:
     assert address_problem(ipaddress.ip_address("127.0.0.1"), DEV) is None
     assert address_problem(ipaddress.ip_address("10.0.0.1"), DEV) is not None
+    assert address_problem(ipaddress.ip_address("64:ff9b::127.0.0.1"), DEV) is None
+    assert address_problem(ipaddress.ip_address("::127.0.0.1"), DEV) is not None
 
 
 def test_urls() -> None:
@@ -107,3 +117,28 @@ async def test_a_silent_receiver_times_out() -> None:
         finally:
             await sender.aclose()
     assert len(silent.attempts) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://[2606:4700::1111]/hook", "[2606:4700::1111]"),
+        ("https://[2606:4700::1111]:8443/hook", "[2606:4700::1111]:8443"),
+        ("https://93.184.215.14/hook", "93.184.215.14"),
+        ("https://93.184.215.14:8443/hook", "93.184.215.14:8443"),
+    ],
+)
+async def test_host_header_of_an_address_literal(url: str, host: str) -> None:
+    """An IPv6 literal's Host is bracketed, with or without a port (RFC 9110, 3986)."""
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("host"))
+        return httpx.Response(204, stream=httpx.ByteStream(b""))
+
+    sender = Sender(PRODUCTION, transport=httpx.MockTransport(answer))
+    try:
+        await sender.post(url, b"{}", {})
+    finally:
+        await sender.aclose()
+    assert seen == [host]
