@@ -28,6 +28,10 @@ T = TypeVar("T")
 log = logging.getLogger("comments.writes")
 
 
+# Whole-table scans one request may start.
+TABLE_SCANS_MAX = 1
+
+
 @dataclass(slots=True)
 class Context:
     table: TableRef  # this request's metered view of the application's table
@@ -73,6 +77,8 @@ class Context:
     # Awaited with a token before it is checked where that can wait (connection_init): a
     # key it names that the key set lacks is looked for (server.runtime.Runtime.ready_for).
     ready_for: Callable[[str | None], Awaitable[None]] | None = None
+    # Fields that scan the whole table (privacy exports) this request has started.
+    table_scans: int = 0
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error).
@@ -82,6 +88,13 @@ class Context:
             return None
         self.viewer_read = True
         return authenticate(self.authorization, self.tokens)
+
+    def start_table_scan(self, what: str) -> None:
+        """Refuse a second whole-table scan in one request (``QUERY_TOO_COMPLEX``): aliases
+        would otherwise multiply the heaviest read there is by thirty."""
+        if self.table_scans >= TABLE_SCANS_MAX:
+            raise QueryTooComplex(f"{what} reads the whole table: one such field a request")
+        self.table_scans += 1
 
     def may_explain(self) -> bool:
         """Plans name indexes and partition keys: shown to everyone only where EXPLAIN is

@@ -61,8 +61,11 @@ def check_subject(subject: str) -> str:
 
 async def export_author(ctx: Context, subject: str) -> str:
     """Everything ``subject`` made, as a JSON document (moderators only)."""
-    _moderator(ctx, "export an author's data")
+    who = _moderator(ctx, "export an author's data")
     check_subject(subject)
+    ctx.start_table_scan("exportAuthor")
+    # A scan of the whole table: counted against the moderator's turns, as an erasure is.
+    await take_turn(ctx, who, Family.MODERATE)
     try:
         found = await asyncio.wait_for(find_author_data(_app_table(ctx), subject), EXPORT_SECONDS)
     except TimeoutError as exc:

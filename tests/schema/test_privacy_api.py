@@ -137,3 +137,21 @@ async def test_a_bad_subject_is_a_user_error(api: tuple[Api, TableRef]) -> None:
     ]
     refused = await client.gql(EXPORT, {"s": "x" * 600}, MODERATOR)
     assert refused["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_one_export_a_request_and_each_spends_a_moderators_turn(table: TableRef) -> None:
+    """An export scans the whole table: aliases cannot multiply it, and a moderator's
+    turns (the rate their erasures and decisions share) bound how often it runs."""
+    own = await own_table(table, "privacyscans")
+    async with running_api(own.client, own.name, moderations_per_hour=1) as client:
+        twice = await client.gql(
+            '{ a: exportAuthor(subject: "ann") b: exportAuthor(subject: "bob") }',
+            None,
+            MODERATOR,
+        )
+        codes = [e["extensions"]["code"] for e in twice["errors"]]
+        assert codes == ["QUERY_TOO_COMPLEX"]
+        assert "one such field a request" in twice["errors"][0]["message"]
+        # The first alias ran and spent the hour's one turn: the next export waits.
+        again = await client.gql(EXPORT, {"s": "ann"}, MODERATOR)
+        assert again["errors"][0]["extensions"]["code"] == "RATE_LIMITED"
