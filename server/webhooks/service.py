@@ -14,7 +14,7 @@ from resolvers.webhook_rules import WebhookRules
 from server.observability import metrics
 from server.webhooks.delivery import Deliverer
 from server.webhooks.outbox import Outbox
-from server.webhooks.transport import Refused, Sender, resolve_checked
+from server.webhooks.transport import Lookups, Refused, Sender, resolve_checked
 from storage.base.errors import StorageError
 from storage.engine.table import TableRef
 from storage.live.claimed import ClaimedReader
@@ -96,10 +96,13 @@ def endpoint_rules(settings: Settings) -> WebhookRules:
     """The rules registration checks an endpoint's URL by: the delivery's own (the host
     resolved, every address checked), so what is refused at delivery is refused here."""
     policy = settings.webhook_policy
+    # Threads of their own: a merchant's name whose server never answers holds these, not
+    # the threads the DynamoDB client's lookups wait for.
+    lookups = Lookups()
 
     async def check_url(url: str) -> str | None:
         try:
-            await resolve_checked(url, policy)
+            await resolve_checked(url, policy, lookups)
         except Refused as exc:
             return str(exc)
         return None

@@ -17,6 +17,11 @@ sender, or flood its memory.
   is a failed delivery); at most ``BODY_CAP`` bytes of the answer are read; no proxy from
   the environment; no connection kept alive (a pooled connection to an address would be
   shared by names that resolve to it, with another name's TLS session).
+- Host names are looked up on a few threads of their own (``Lookups``), each lookup for at
+  most ``LOOKUP_SECONDS``: the system resolver blocks a thread until the name server
+  answers, and names whose server never does would otherwise take the threads the
+  process's other lookups (the DynamoDB client's) wait for. A delivery's lookup counts in
+  its deadline.
 """
 
 from __future__ import annotations
@@ -24,11 +29,18 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
 BODY_CAP = 4096
+# How long a host name's lookup may take, and how many run at once (the rest queue, within
+# their own time).
+LOOKUP_SECONDS = 5.0
+LOOKUP_THREADS = 4
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -86,7 +98,37 @@ def url_problem(url: str, policy: Policy) -> str | None:
     return None
 
 
-async def resolve_checked(url: str, policy: Policy) -> list[IPAddress]:
+class Lookups:
+    """Host name lookups on threads of their own, each bounded in time; ``close`` when done."""
+
+    def __init__(
+        self,
+        threads: int = LOOKUP_THREADS,
+        seconds: float = LOOKUP_SECONDS,
+        resolve: Callable[..., list[Any]] = socket.getaddrinfo,
+    ) -> None:
+        self.seconds = seconds
+        self.resolve = resolve  # the system resolver; tests give a slow one
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="webhook-dns")
+
+    async def addresses(self, host: str, port: int) -> list[IPAddress]:
+        """The addresses ``host`` resolves to; Refused when it does not, or not in time."""
+        loop = asyncio.get_running_loop()
+        lookup = loop.run_in_executor(self.pool, self.resolve, host, port, 0, socket.SOCK_STREAM)
+        try:
+            infos = await asyncio.wait_for(lookup, self.seconds)
+        except TimeoutError as exc:
+            raise Refused("the host name did not resolve in time") from exc
+        except (OSError, UnicodeError) as exc:
+            raise Refused("the host name does not resolve") from exc
+        return list(dict.fromkeys(ipaddress.ip_address(i[4][0]) for i in infos))
+
+    def close(self) -> None:
+        # A thread still waiting on the resolver ends when it answers; nothing waits for it.
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def resolve_checked(url: str, policy: Policy, lookups: Lookups) -> list[IPAddress]:
     """Every address the URL's host resolves to, all checked; Refused otherwise."""
     problem = url_problem(url, policy)
     if problem is not None:
@@ -97,18 +139,9 @@ async def resolve_checked(url: str, policy: Policy) -> list[IPAddress]:
         literal: IPAddress | None = ipaddress.ip_address(host)
     except ValueError:
         literal = None
-    if literal is not None:
-        found = [literal]
-    else:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, parsed.port or 443, type=socket.SOCK_STREAM
-            )
-        except (OSError, UnicodeError) as exc:
-            raise Refused("the host name does not resolve") from exc
-        found = list(dict.fromkeys(ipaddress.ip_address(i[4][0]) for i in infos))
-        if not found:
-            raise Refused("the host name does not resolve")
+    found = [literal] if literal is not None else await lookups.addresses(host, parsed.port or 443)
+    if not found:
+        raise Refused("the host name does not resolve")
     for address in found:
         problem = address_problem(address, policy)
         if problem is not None:
@@ -134,7 +167,9 @@ class Sender:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.policy = policy
-        self.deadline = connect_seconds + 2 * read_seconds
+        self.lookups = Lookups()
+        # The lookup, the connection and the answer, all within it.
+        self.deadline = LOOKUP_SECONDS + connect_seconds + 2 * read_seconds
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(read_seconds, connect=connect_seconds, pool=connect_seconds),
             follow_redirects=False,
@@ -145,11 +180,16 @@ class Sender:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+        self.lookups.close()
 
     async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         """Resolve, check, connect to a checked address and POST; the answer's status and
         at most ``BODY_CAP`` bytes. Refused, or httpx's errors (timeouts included)."""
-        addresses = await resolve_checked(url, self.policy)
+        async with asyncio.timeout(self.deadline):
+            return await self._post(url, body, headers)
+
+    async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+        addresses = await resolve_checked(url, self.policy, self.lookups)
         parsed = httpx.URL(url)
         target = parsed.copy_with(host=str(addresses[0]))
         # An IPv6 literal is bracketed in Host, with or without a port (RFC 3986's IP-literal).
@@ -162,14 +202,13 @@ class Sender:
             headers={**headers, "host": host_header, "content-type": "application/json"},
             extensions={"sni_hostname": parsed.host},
         )
-        async with asyncio.timeout(self.deadline):
-            response = await self.client.send(request, stream=True)
-            try:
-                kept = bytearray()
-                async for chunk in response.aiter_raw():
-                    kept += chunk[: BODY_CAP - len(kept)]
-                    if len(kept) >= BODY_CAP:
-                        break
-            finally:
-                await response.aclose()
+        response = await self.client.send(request, stream=True)
+        try:
+            kept = bytearray()
+            async for chunk in response.aiter_raw():
+                kept += chunk[: BODY_CAP - len(kept)]
+                if len(kept) >= BODY_CAP:
+                    break
+        finally:
+            await response.aclose()
         return Answer(response.status_code, bytes(kept))

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import threading
 
 import httpx
 import pytest
 
 from server.webhooks.transport import (
+    Lookups,
     Policy,
     Refused,
     Sender,
@@ -21,6 +23,7 @@ from testing.webhook_receiver import Receiver
 
 PRODUCTION = Policy()
 DEV = Policy(allow_loopback=True, allow_http=True)
+LOOKUPS = Lookups()
 
 
 @pytest.mark.parametrize(
@@ -80,7 +83,30 @@ def test_urls() -> None:
 )
 async def test_loopback_refused_after_resolution(url: str) -> None:
     with pytest.raises(Refused):
-        await asyncio.wait_for(resolve_checked(url, PRODUCTION), 10)
+        await asyncio.wait_for(resolve_checked(url, PRODUCTION, LOOKUPS), 10)
+
+
+async def test_lookups_are_bounded_in_time_and_keep_off_the_process_threads() -> None:
+    """Names whose server never answers: each lookup gives up in its time, and the
+    threads the process's other lookups (the DynamoDB client's) run on stay free."""
+    answered = threading.Event()
+
+    def never(*_: object) -> list[object]:
+        answered.wait(10)
+        return []
+
+    lookups = Lookups(threads=2, seconds=0.2, resolve=never)
+    try:
+        # More than the default executor's threads on this machine and most others.
+        slow = [resolve_checked(f"https://h{n}.example/", PRODUCTION, lookups) for n in range(40)]
+        outcomes = await asyncio.wait_for(asyncio.gather(*slow, return_exceptions=True), 10)
+        assert all(isinstance(o, Refused) for o in outcomes)
+        assert "in time" in str(outcomes[0])
+        loop = asyncio.get_running_loop()
+        assert await asyncio.wait_for(loop.run_in_executor(None, lambda: 7), 5) == 7
+    finally:
+        answered.set()
+        lookups.close()
 
 
 async def test_delivery_refuses_before_connecting() -> None:
