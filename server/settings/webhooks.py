@@ -33,7 +33,8 @@ class WebhookSettings(BaseSettings):
     webhook_connect_seconds: float = Field(default=5.0, gt=0, le=60)
     webhook_read_seconds: float = Field(default=10.0, gt=0, le=120)
     # Seconds a process holds a lane or a stream shard without renewing; another takes
-    # it over after that. Must outlast one delivery (connect + 2 x read).
+    # it over after that. Must outlast one delivery (the host's lookup and the connection,
+    # each within the connect timeout, and two reads: 2 x connect + 2 x read).
     webhook_lease_seconds: float = Field(default=_D.lease_seconds, ge=1, le=3600)
     # Seconds between looks for due lanes.
     webhook_poll_seconds: float = Field(default=_D.poll_seconds, gt=0, le=60)
@@ -50,10 +51,10 @@ class WebhookSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _lease_outlasts_a_delivery(self) -> Self:
-        longest = self.webhook_connect_seconds + 2 * self.webhook_read_seconds
+        longest = 2 * self.webhook_connect_seconds + 2 * self.webhook_read_seconds
         if self.webhook_lease_seconds <= longest:
             raise ValueError(
-                "WEBHOOK_LEASE_SECONDS must exceed WEBHOOK_CONNECT_SECONDS + 2 x "
+                "WEBHOOK_LEASE_SECONDS must exceed 2 x WEBHOOK_CONNECT_SECONDS + 2 x "
                 f"WEBHOOK_READ_SECONDS ({longest:g}): a lease must outlast one delivery"
             )
         return self

@@ -167,9 +167,10 @@ class Sender:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.policy = policy
-        self.lookups = Lookups()
+        # A lookup is part of connecting: it has the connect timeout too.
+        self.lookups = Lookups(seconds=connect_seconds)
         # The lookup, the connection and the answer, all within it.
-        self.deadline = LOOKUP_SECONDS + connect_seconds + 2 * read_seconds
+        self.deadline = 2 * connect_seconds + 2 * read_seconds
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(read_seconds, connect=connect_seconds, pool=connect_seconds),
             follow_redirects=False,

@@ -72,6 +72,17 @@ def test_the_drain_timeout_is_uvicorns_graceful_shutdown(environment: pytest.Mon
         Settings()
 
 
+def test_a_webhook_lease_outlasts_a_delivery_lookup_included(
+    environment: pytest.MonkeyPatch,
+) -> None:
+    # A delivery: the host's lookup and the connection (each up to the connect timeout),
+    # then two reads. A lease no longer than that lets another process deliver it again.
+    with pytest.raises(ValidationError, match="a lease must outlast one delivery"):
+        Settings(webhook_lease_seconds=10.0, webhook_connect_seconds=2, webhook_read_seconds=3)
+    fits = Settings(webhook_lease_seconds=10.5, webhook_connect_seconds=2, webhook_read_seconds=3)
+    assert fits.webhook_lease_seconds == 10.5
+
+
 def test_an_endpoint_needs_a_jwt_secret(environment: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValidationError, match=NO_SECRET):
         Settings(dynamodb_endpoint_url="https://dynamodb.eu-west-1.amazonaws.com")

@@ -27,7 +27,7 @@ SECRET = "webhook-processes-secret-0123456789abcdef"
 ENV = {
     "WEBHOOKS": "true",
     "LIVE_UPDATES": "true",
-    "WEBHOOK_LEASE_SECONDS": "4",
+    "WEBHOOK_LEASE_SECONDS": "4.5",
     "WEBHOOK_CONNECT_SECONDS": "0.5",
     "WEBHOOK_READ_SECONDS": "1.5",
     "WEBHOOK_POLL_SECONDS": "0.1",
