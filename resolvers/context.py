@@ -6,9 +6,10 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from resolvers import read_set
 from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key, configured_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
@@ -73,6 +74,8 @@ class Context:
     # Awaited with a token before it is checked where that can wait (connection_init): a
     # key it names that the key set lacks is looked for (server.runtime.Runtime.ready_for).
     ready_for: Callable[[str | None], Awaitable[None]] | None = None
+    # What the answer read, as cache tags (resolvers.read_set).
+    reads: read_set.ReadSet = field(default_factory=read_set.ReadSet)
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error).
@@ -224,6 +227,7 @@ def make_context(
         app_table=app_table,
         feed=feed,
         webhooks=webhooks,
+        reads=read_set.start(),
     )
 
 

@@ -34,6 +34,7 @@ from strawberry.types.unset import UNSET, UnsetType
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from schema.caches import DocumentCaches
+from server.http.cache_tags import MAX_TAG_BYTES, MAX_TAGS, bounded, tag_headers
 from server.http.caching import NO_STORE, Conditional
 from server.http.event_groups import EventGroups
 from server.http.forwarded import client_address
@@ -184,6 +185,8 @@ class GraphQLApp(GraphQL[Context, None]):
         self.persisted = PersistedQueries(settings.apq_max_bytes if settings.apq else 0, trusted)
         self.use_orjson = settings.orjson
         self.cache = settings.cache_policy
+        self.max_tags = MAX_TAGS
+        self.max_tag_bytes = MAX_TAG_BYTES
         self.suggestions = settings.suggestions_on
         self.ide = ide
         # The page carries the dev token only in development (never in production posture).
@@ -237,6 +240,7 @@ class GraphQLApp(GraphQL[Context, None]):
                 if response.status_code == 200 and self.shareable(request, errors=errors):
                     # server.http.caching.Conditional adds the ETag and answers 304s.
                     response.headers["cache-control"] = self.cache.cache_control()
+                    response.headers.update(tag_headers(self.answer_tags(request)))
                 elif response.status_code == 200 and self.kept_privately(request, errors=errors):
                     response.headers["cache-control"] = self.cache.private_cache_control()
         response.headers.setdefault("cache-control", NO_STORE)
@@ -303,6 +307,15 @@ class GraphQLApp(GraphQL[Context, None]):
             and "authorization" not in request.headers
             and not errors
         )
+
+    def answer_tags(self, request: Request) -> list[str]:
+        """The cache tags of a public answer: what its execution read (resolvers.read_set),
+        within the bounds (server.http.cache_tags). Private answers carry none: no shared
+        cache keeps them, and their tags would only tell what a token's holder read."""
+        context = getattr(request.state, "context", None)
+        if not isinstance(context, Context):
+            return []
+        return bounded(context.reads, self.max_tags, self.max_tag_bytes)
 
     def kept_privately(self, request: Request, *, errors: bool) -> bool:
         """Whether the caller's own browser may keep this answer: a query over GET with a
