@@ -241,7 +241,7 @@ class Metrics:
         self.cache_lookups = Counter(
             "comments_cache_lookups",
             "Lookups in the process's caches (parsed documents, validated documents, the plan "
-            "memory's counters and page heads), by cache and result (hit, miss)",
+            "memory's counters and page heads, public answers), by cache and result (hit, miss)",
             ["cache", "result"],
             registry=registry,
         )
