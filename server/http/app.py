@@ -187,10 +187,11 @@ class GraphQLApp(GraphQL[Context, None]):
         self.persisted = PersistedQueries(settings.apq_max_bytes if settings.apq else 0, trusted)
         self.use_orjson = settings.orjson
         self.cache = settings.cache_policy
+        # Bounds of the cache tags public answers carry (server.http.cache_tags).
         self.max_tags = MAX_TAGS
+        self.max_tag_bytes = MAX_TAG_BYTES
         # The process's map of public answers, told of changes by the stream's follower.
         self.answers = AnswerCache(settings.answer_cache_bytes, settings.storage_timeout)
-        self.max_tag_bytes = MAX_TAG_BYTES
         self.suggestions = settings.suggestions_on
         self.ide = ide
         # The page carries the dev token only in development (never in production posture).
