@@ -6,9 +6,10 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from resolvers import read_set
 from resolvers.auth import TokenRules, Viewer, authenticate
 from resolvers.authors import author_key, configured_key
 from resolvers.errors import QueryTooComplex, Unauthenticated, Unavailable
@@ -79,6 +80,8 @@ class Context:
     ready_for: Callable[[str | None], Awaitable[None]] | None = None
     # Fields that scan the whole table (privacy exports) this request has started.
     table_scans: int = 0
+    # What the answer read, as cache tags (resolvers.read_set).
+    reads: read_set.ReadSet = field(default_factory=read_set.ReadSet)
 
     def viewer(self) -> Viewer | None:
         """Who is calling, when a token came with the request (an invalid one is an error).
@@ -237,6 +240,7 @@ def make_context(
         app_table=app_table,
         feed=feed,
         webhooks=webhooks,
+        reads=read_set.start(),
     )
 
 

@@ -40,6 +40,8 @@ from server.dev.demo_facets import facet_reviews
 from server.dev.local_engine import LocalEngine
 from server.dev.progress import progress_bar
 from server.dev.seeding import seed_demo
+from server.http.answer_changes import telling
+from server.http.answers import AnswerCache
 from server.jwks import KeyStore
 from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, listener
@@ -143,6 +145,7 @@ def lifespan(
     *,
     metrics: Metrics | None = None,
     tracing: Tracing | None = None,
+    answers: AnswerCache | None = None,
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """Starlette's ``lifespan`` for these settings. ``client`` lets tests supply storage;
     otherwise the lifespan opens it (and starts DynamoDB Local first when no endpoint is
@@ -156,9 +159,9 @@ def lifespan(
             if tracing is not None:
                 observing.callback(tracing.close)
             opened = (
-                open_runtime(settings, client, tracing)
+                open_runtime(settings, client, tracing, answers)
                 if prepared is None
-                else open_worker(prepared, tracing)
+                else open_worker(prepared, tracing, answers)
             )
             async with opened as runtime:
                 app.state.runtime = runtime
@@ -193,11 +196,14 @@ def _watch_memory(metrics: Metrics, memory: PlanMemory) -> None:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, client: DynamoClient | None = None, tracing: Tracing | None = None
+    settings: Settings,
+    client: DynamoClient | None = None,
+    tracing: Tracing | None = None,
+    answers: AnswerCache | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open storage and settle the token rules; close storage when the block ends."""
     async with AsyncExitStack() as stack:
-        table, feed = await _open_table(stack, settings, client, tracing)
+        table, feed = await _open_table(stack, settings, client, tracing, answers=answers)
         if settings.port:  # 0: the port is chosen when the socket binds, unknown here
             name = "GraphiQL" if settings.graphiql_on else "GraphQL"
             announce(settings, f"{name}: {local_url(settings)}/graphql")
@@ -207,7 +213,9 @@ async def open_runtime(
 
 
 @asynccontextmanager
-async def open_worker(prepared: Prepared, tracing: Tracing | None = None) -> AsyncIterator[Runtime]:
+async def open_worker(
+    prepared: Prepared, tracing: Tracing | None = None, answers: AnswerCache | None = None
+) -> AsyncIterator[Runtime]:
     """A worker's runtime: its own client to the table its parent prepared, the shared
     secret; nothing created, nothing printed."""
     settings = prepared.settings
@@ -215,7 +223,7 @@ async def open_worker(prepared: Prepared, tracing: Tracing | None = None) -> Asy
     if not signed or settings.embedded:
         raise RuntimeError("a worker needs the endpoint and the secret its parent settled")
     async with AsyncExitStack() as stack:
-        table, feed = await _open_table(stack, settings, None, tracing)
+        table, feed = await _open_table(stack, settings, None, tracing, answers=answers)
         keys = await _open_keys(stack, settings)
         rules = _rules(settings, settings.jwt_secret, keys)
         yield Runtime(table, rules, settings, prepared.dev_tokens, feed, keys)
@@ -302,6 +310,7 @@ async def _open_table(
     tracing: Tracing | None = None,
     *,
     follow: bool = True,
+    answers: AnswerCache | None = None,
 ) -> tuple[TableRef, Feed | None]:
     """The table (created where the settings ask), and the feed of its stream when live
     updates are on and ``follow`` (the parent of workers only prepares the table)."""
@@ -344,7 +353,7 @@ async def _open_table(
             queue_size=settings.subscription_queue,
             max_subscribers=settings.subscriptions_per_process,
         )
-        task = asyncio.create_task(_follow(feed, streams, settings.stream_poll_seconds))
+        task = asyncio.create_task(_follow(feed, streams, settings.stream_poll_seconds, answers))
         stack.push_async_callback(_stop_following, feed, task)
     if settings.webhooks and follow:
         if streams is None:
@@ -353,9 +362,12 @@ async def _open_table(
     return table, feed
 
 
-async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
+async def _follow(
+    feed: Feed, streams: Any, poll_seconds: float, answers: AnswerCache | None = None
+) -> None:
     """Follow the table's stream for as long as the process runs; while the table has no
-    stream, look again every minute (migrate-table may turn it on)."""
+    stream, look again every minute (migrate-table may turn it on). The process's map of
+    answers (server.http.answers) is told of each batch first, and of every loss."""
     warned = False
     while True:
         try:
@@ -378,19 +390,27 @@ async def _follow(feed: Feed, streams: Any, poll_seconds: float) -> None:
     def lost(reason: str) -> None:
         log.warning("live updates: %s", reason)
         process_metrics.stream_gaps()
+        if answers is not None:
+            answers.lost()
         feed.interrupt(
             "EVENTS_LOST",
             "Changes of the table were lost to this server; subscribe again and reload.",
         )
 
+    def failed() -> None:
+        process_metrics.stream_gaps()
+        if answers is not None:
+            answers.lost()
+
     def batches() -> AsyncIterator[list[Change]]:
-        return StreamFollower(streams, arn, poll_seconds=poll_seconds, on_gap=lost).batches()
+        followed = StreamFollower(streams, arn, poll_seconds=poll_seconds, on_gap=lost).batches()
+        return followed if answers is None else telling(answers, followed)
 
     def delivered(changes: int) -> None:
         process_metrics.stream_events(changes)
         process_metrics.stream_lag(feed.lag_seconds)
 
-    await feed.follow(batches, on_batch=delivered, on_failure=process_metrics.stream_gaps)
+    await feed.follow(batches, on_batch=delivered, on_failure=failed)
 
 
 async def _bring_to_layout(table: TableRef) -> None:

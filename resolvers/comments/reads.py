@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from resolvers import read_set
 from resolvers.comments.visibility import visible
 from resolvers.context import Context
 from resolvers.errors import BadUserInput, Forbidden, QueryTooComplex, Unauthenticated
@@ -161,7 +162,9 @@ def _listing(
 async def comment(ctx: Context, comment_id: str) -> Comment | None:
     """A comment by id, or None when it does not exist or the viewer may not see it;
     through the request's comment loader."""
-    found = await ctx.storage(ctx.loaders.comments.load(rules.validate_comment_id(comment_id)))
+    valid = rules.validate_comment_id(comment_id)
+    read_set.comment(valid)
+    found = await ctx.storage(ctx.loaders.comments.load(valid))
     return visible(ctx, found)
 
 

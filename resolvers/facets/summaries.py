@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from resolvers import read_set
 from resolvers.context import Context
 from resolvers.errors import BadUserInput
 from storage.model import rules
@@ -37,24 +38,29 @@ def group_scope(gid: str) -> Scope:
 async def defining(ctx: Context, pid: str) -> Scope:
     """Where the attributes the product's reviewers answer are defined: its group's scope
     when it has one, else its own."""
+    read_set.membership()
+    read_set.taxonomy()
     group = await ctx.storage(product_group(ctx.table, rules.validate_product_id(pid)))
     return product_scope(pid) if group is None else group_scope(group)
 
 
 async def definitions(ctx: Context, scope: Scope) -> DefinitionSet:
     """The attributes defined for a scope, in display order."""
+    read_set.taxonomy()
     stored = await ctx.storage(read_definitions(ctx.table, scope))
     return stored.definitions
 
 
 async def definitions_revision(ctx: Context, scope: Scope) -> int:
     """The revision a change of the scope's definitions is made from (0: never set)."""
+    read_set.taxonomy()
     stored = await ctx.storage(read_definitions(ctx.table, scope))
     return stored.revision
 
 
 async def taxonomy(ctx: Context) -> StoredTaxonomy:
     """The shop's topic taxonomy as stored (revision 0 and none: never set)."""
+    read_set.taxonomy()
     return await ctx.storage(read_taxonomy(ctx.table))
 
 

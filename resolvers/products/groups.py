@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from resolvers import read_set
 from resolvers.context import Context
 from resolvers.errors import BadUserInput
 from resolvers.pages import page_size
@@ -23,6 +24,7 @@ def group_id(raw: str) -> str:
 
 async def group_of(ctx: Context, pid: str) -> str | None:
     """The group the product belongs to now; None when it belongs to none."""
+    read_set.membership()
     return await ctx.storage(product_group(ctx.table, rules.validate_product_id(pid)))
 
 
@@ -40,6 +42,8 @@ async def members(
 ) -> MembersPage | None:
     """A page of the group's products by product id, with the group's exact count; None
     when no product has ever been in the group (no such group)."""
+    read_set.group(gid)
+    read_set.membership()
     size = page_size(first, after)
     position = None if after is None else decode_cursor(after, Ordering.MEMBERS)
     found = await ctx.storage(group_members(ctx.table, group_id(gid), size=size, after=position))
@@ -51,12 +55,14 @@ async def members(
 
 async def exists(ctx: Context, gid: str) -> bool:
     """Whether the group has ever had a product (its count item exists)."""
+    read_set.group(gid)
     return await ctx.storage(group_size(ctx.table, group_id(gid))) is not None
 
 
 async def stats(ctx: Context, gid: str, language: str | None) -> RatingCounts:
     """The group's counters: its listing's counter item (every variant's published
     comments counted in it), all languages or one."""
+    read_set.group(gid)
     lang = None if language is None else rules.validate_language(language)
     scope = Scope.group(group_id(gid))
     response = await ctx.storage(

@@ -7,7 +7,7 @@ from typing import Self
 import strawberry
 from strawberry import relay
 
-from resolvers import authors
+from resolvers import authors, read_set
 from resolvers.comments import votes
 from resolvers.comments.visibility import reader
 from schema.comments.lifecycle import CommentStatus, HelpfulVote, MerchantReply, Moderation
@@ -67,6 +67,8 @@ class Comment(relay.Node):
 
     @classmethod
     def of(cls, c: model.Comment) -> Self:
+        read_set.comment(c.comment_id)
+        read_set.product(c.product_id)
         return cls(
             status=CommentStatus[c.status.name],
             edited_at=None if c.edited_at is None else DateTime(c.edited_at),

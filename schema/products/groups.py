@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Self
 import strawberry
 from strawberry import relay
 
+from resolvers import read_set
 from resolvers.comments import reads as comment_reads
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
@@ -54,6 +55,7 @@ class ProductGroup(relay.Node):
 
     @classmethod
     def of(cls, group_id: str) -> Self:
+        read_set.group(group_id)
         return cls(group_id=strawberry.ID(group_id))
 
     @strawberry.field(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Self
 import strawberry
 from strawberry import relay
 
+from resolvers import read_set
 from resolvers.comments import reads as comment_reads
 from resolvers.facets import summaries
 from resolvers.facets.filters import NONE as NO_FACETS
@@ -82,6 +83,7 @@ class Product(relay.Node):
 
     @classmethod
     def of(cls, product_id: str) -> Self:
+        read_set.product(product_id)
         return cls(product_id=strawberry.ID(product_id))
 
     @strawberry.field(

@@ -34,6 +34,8 @@ from strawberry.types.unset import UNSET, UnsetType
 from resolvers.context import Context, make_context
 from schema import SchemaOptions, build_schema, with_codes
 from schema.caches import DocumentCaches
+from server.http.answers import Answer, AnswerCache, AnswerKey
+from server.http.cache_tags import MAX_TAG_BYTES, MAX_TAGS, bounded, tag_headers
 from server.http.caching import NO_STORE, Conditional
 from server.http.event_groups import EventGroups
 from server.http.forwarded import client_address
@@ -63,6 +65,7 @@ from server.http.subscriptions import (
 from server.http.transport import (
     GRAPHQL_RESPONSE_JSON,
     JSON,
+    MediaType,
     Refused,
     RequestErrors,
     content_type,
@@ -72,7 +75,7 @@ from server.http.transport import (
 )
 from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, Outcome
-from server.observability.middleware import Observed, OperationName, exchange_of
+from server.observability.middleware import Exchange, Observed, OperationName, exchange_of
 from server.runtime import Prepared, lifespan, runtime_of
 from server.settings import Settings
 from server.shutdown import Drain
@@ -184,6 +187,11 @@ class GraphQLApp(GraphQL[Context, None]):
         self.persisted = PersistedQueries(settings.apq_max_bytes if settings.apq else 0, trusted)
         self.use_orjson = settings.orjson
         self.cache = settings.cache_policy
+        # Bounds of the cache tags public answers carry (server.http.cache_tags).
+        self.max_tags = MAX_TAGS
+        self.max_tag_bytes = MAX_TAG_BYTES
+        # The process's map of public answers, told of changes by the stream's follower.
+        self.answers = AnswerCache(settings.answer_cache_bytes, settings.storage_timeout)
         self.suggestions = settings.suggestions_on
         self.ide = ide
         # The page carries the dev token only in development (never in production posture).
@@ -194,6 +202,11 @@ class GraphQLApp(GraphQL[Context, None]):
         documents, validated = self.caches.documents, self.caches.validated
         metrics.watch_lookups("documents", lambda: (documents.hits, documents.misses))
         metrics.watch_lookups("validated", lambda: (validated.hits, validated.misses))
+        answers = self.answers
+        metrics.watch_lookups("answers", lambda: (answers.hits, answers.misses))
+        metrics.watch_answers(
+            lambda: (answers.evictions, answers.invalidations, answers.not_stored, answers.bytes)
+        )
         persisted = self.persisted
         metrics.watch_persisted(lambda: (persisted.hits, persisted.misses, persisted.registered))
 
@@ -210,6 +223,71 @@ class GraphQLApp(GraphQL[Context, None]):
         request = Request(scope, receive)
         media_type = negotiate(request.headers.get("accept")) or JSON
         exchange = exchange_of(scope)
+        key = self._answer_key(request, media_type)
+        kept = None
+        if key is not None:
+            kept = self.answers.get(key) or await self.answers.wait_for_flight(key)
+        if kept is not None:
+            # Answered from the process's map (server.http.answers): nothing is executed.
+            response = Response(kept.body, headers=dict(kept.headers))
+            if exchange is not None:
+                exchange.outcome = "ok"
+        else:
+            flight = None if key is None else self.answers.take_flight(key)
+            started = self.answers.start()
+            try:
+                response = await self._answer(request, media_type, exchange)
+                if key is not None:
+                    self._keep(key, request, response, started)
+            finally:
+                if key is not None and flight is not None:
+                    self.answers.land(key, flight)
+        response.headers.setdefault("cache-control", NO_STORE)
+        # What an answer depends on besides the URL: the media type and the token (CORS
+        # adds Origin, compression Accept-Encoding).
+        response.headers["vary"] = "Accept, Authorization"
+        await response(scope, receive, send)
+
+    def _answer_key(self, request: Request, media_type: str) -> AnswerKey | None:
+        """The key of the process's map for this request, when it is one the map serves:
+        an anonymous query over GET (a document or a persisted query's hash), while the map
+        is serving (on, and the stream followed)."""
+        if (
+            not self.answers.serving
+            or not self.cache.on
+            or request.method != "GET"
+            or "authorization" in request.headers
+        ):
+            return None
+        params = request.query_params
+        if params.get("query") is None and params.get("extensions") is None:
+            return None  # the GraphiQL page
+        return AnswerKey.of(
+            params.get("query"),
+            params.get("operationName") or None,
+            params.get("variables"),
+            params.get("extensions"),
+            media_type,
+        )
+
+    def _keep(self, key: AnswerKey, request: Request, response: Response, started: int) -> None:
+        """Keep a public answer in the process's map, with its tags."""
+        if response.status_code != 200 or not response.headers.get("cache-control", "").startswith(
+            "public"
+        ):
+            return
+        headers = tuple(
+            (name, response.headers[name])
+            for name in ("content-type", "cache-control", "surrogate-key", "cache-tag")
+            if name in response.headers
+        )
+        tags = frozenset(self.answer_tags(request))
+        self.answers.store(key, Answer(bytes(response.body), headers, tags), started)
+
+    async def _answer(
+        self, request: Request, media_type: MediaType, exchange: Exchange | None
+    ) -> Response:
+        """The answer to one request over HTTP, executed."""
         try:
             response = await self.run(request)
         except HTTPException as exc:
@@ -237,13 +315,10 @@ class GraphQLApp(GraphQL[Context, None]):
                 if response.status_code == 200 and self.shareable(request, errors=errors):
                     # server.http.caching.Conditional adds the ETag and answers 304s.
                     response.headers["cache-control"] = self.cache.cache_control()
+                    response.headers.update(tag_headers(self.answer_tags(request)))
                 elif response.status_code == 200 and self.kept_privately(request, errors=errors):
                     response.headers["cache-control"] = self.cache.private_cache_control()
-        response.headers.setdefault("cache-control", NO_STORE)
-        # What an answer depends on besides the URL: the media type and the token (CORS
-        # adds Origin, compression Accept-Encoding).
-        response.headers["vary"] = "Accept, Authorization"
-        await response(scope, receive, send)
+        return response
 
     def _too_large(self, size: int, request: Request) -> Response:
         """The answer in place of one over MAX_RESPONSE_BYTES: it was computed, never sent
@@ -303,6 +378,15 @@ class GraphQLApp(GraphQL[Context, None]):
             and "authorization" not in request.headers
             and not errors
         )
+
+    def answer_tags(self, request: Request) -> list[str]:
+        """The cache tags of a public answer: what its execution read (resolvers.read_set),
+        within the bounds (server.http.cache_tags). Private answers carry none: no shared
+        cache keeps them, and their tags would only tell what a token's holder read."""
+        context = getattr(request.state, "context", None)
+        if not isinstance(context, Context):
+            return []
+        return bounded(context.reads, self.max_tags, self.max_tag_bytes)
 
     def kept_privately(self, request: Request, *, errors: bool) -> bool:
         """Whether the caller's own browser may keep this answer: a query over GET with a
@@ -661,10 +745,14 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        lifespan=lifespan(settings, client, prepared, metrics=metrics, tracing=tracing),
+        lifespan=lifespan(
+            settings, client, prepared, metrics=metrics, tracing=tracing, answers=view.answers
+        ),
     )
     # Starlette would answer /graphql/ with a redirect to a URL built from the Host header,
     # which the client controls: unknown paths are a 404, nothing else.
     app.router.redirect_slashes = False
     app.state.drain = drain or Drain()
+    # The process's map of answers, for whatever else tells it of changes.
+    app.state.answers = view.answers
     return app

@@ -241,7 +241,7 @@ class Metrics:
         self.cache_lookups = Counter(
             "comments_cache_lookups",
             "Lookups in the process's caches (parsed documents, validated documents, the plan "
-            "memory's counters and page heads), by cache and result (hit, miss)",
+            "memory's counters and page heads, public answers), by cache and result (hit, miss)",
             ["cache", "result"],
             registry=registry,
         )
@@ -251,6 +251,20 @@ class Metrics:
             "and documents registered",
             ["result"],
             registry=registry,
+        )
+        self.answer_events = Counter(
+            "comments_answer_cache_events",
+            "The process's map of public answers: answers evicted for room, dropped because "
+            "something they read changed (invalidated), and not kept because something they "
+            "read changed while they ran, or the stream was lost (not_stored)",
+            ["event"],
+            registry=registry,
+        )
+        self.answer_bytes = Gauge(
+            "comments_answer_cache_bytes",
+            "Bytes the process's map of public answers holds (summed over processes)",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.subscriptions = Gauge(
             "comments_subscriptions_open",
@@ -359,6 +373,7 @@ class Metrics:
         self._calls: dict[str, Counter] = {}
         self._figures: dict[str, tuple[Histogram, Histogram, Histogram, Histogram]] = {}
         self._tallies: list[_Tally] = []
+        self._levels: list[Callable[[], None]] = []
 
     def watch_lookups(self, cache: str, read: Callable[[], tuple[int, int]]) -> None:
         """Count the hits and misses that ``read`` reports for ``cache`` (totals so far)."""
@@ -367,6 +382,13 @@ class Metrics:
             self.cache_lookups.labels(cache, "miss"),
         ]
         self._tallies.append(_Tally(read, counters, [0, 0]))
+
+    def watch_answers(self, read: Callable[[], tuple[int, int, int, int]]) -> None:
+        """Count the answer map's evictions, invalidations and answers not kept, and show
+        its bytes (``read``: those three totals so far, and the bytes now)."""
+        counters = [self.answer_events.labels(e) for e in ("evicted", "invalidated", "not_stored")]
+        self._tallies.append(_Tally(lambda: read()[:3], counters, [0, 0, 0]))
+        self._levels.append(lambda: self.answer_bytes.set(read()[3]))
 
     def watch_persisted(self, read: Callable[[], tuple[int, int, int]]) -> None:
         """Count persisted-query hits, misses and registrations (totals so far)."""
@@ -414,6 +436,8 @@ class Metrics:
                 counter.inc(count)
         for tally in self._tallies:
             tally.sync()
+        for level in self._levels:
+            level()
 
     def exposition(self) -> bytes:
         """The text a scrape gets: this process's metrics, or every process's (this

@@ -155,6 +155,10 @@ class HttpSettings(BaseSettings):
     # Automatic persisted queries (Apollo's protocol), and the bytes their store may hold.
     apq: bool = True
     apq_max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    # Bytes the process's own map of public answers may hold (server.http.answers); it
+    # serves only while the process follows the table's stream, which drops what a change
+    # touches. 0: off.
+    answer_cache_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
     # A manifest of trusted documents (hash to document, as graphql-codegen's client preset
     # writes it): when set, only its operations run.
     trusted_documents: Path | None = None
