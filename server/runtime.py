@@ -37,9 +37,11 @@ from starlette.applications import Starlette
 from resolvers.auth import TokenRules, mint
 from server.dev.demo import demo_comments
 from server.dev.demo_facets import facet_reviews
+from server.dev.local_broker import LocalBroker
 from server.dev.local_engine import LocalEngine
 from server.dev.progress import progress_bar
 from server.dev.seeding import seed_demo
+from server.fanout import start_fanout
 from server.http.answer_changes import telling
 from server.http.answers import AnswerCache
 from server.jwks import KeyStore
@@ -255,10 +257,21 @@ def prepare(settings: Settings) -> Iterator[Prepared]:
             engine = stack.enter_context(LocalEngine(data_dir=settings.data_dir))
             endpoint = engine.endpoint_url
             log.info("DynamoDB Local started (pid %s), data in %s", engine.pid, settings.data_dir)
+        fanout_url = settings.fanout_url
+        if fanout_url is None and settings.live_updates and not settings.production:
+            # Several processes read each shard once and fan its changes out (docs/scale.md):
+            # in development through a redis-server of their own, on loopback.
+            broker = stack.enter_context(LocalBroker())
+            fanout_url = broker.url
+            log.info("redis-server started (pid %s) for the fan-out, on %s", broker.pid, fanout_url)
         # The endpoint fixed, whether this start creates the table still follows the
         # settings as given (unset: only with the embedded engine).
         shared = settings.model_copy(
-            update={"dynamodb_endpoint_url": endpoint, "create_table": settings.creates_table}
+            update={
+                "dynamodb_endpoint_url": endpoint,
+                "create_table": settings.creates_table,
+                "fanout_url": fanout_url,
+            }
         )
         if shared.creates_table:
             asyncio.run(_prepare_table(shared))
@@ -346,18 +359,23 @@ async def _open_table(
         await _seed_demo(table, settings)
     feed = None
     streams: Any = None
+    if (settings.live_updates or settings.webhooks) and follow:
+        opened_streams = await stack.enter_async_context(open_streams_client(client_settings))
+        streams = CountedStreams(opened_streams)
     if settings.live_updates and follow:
-        streams = await stack.enter_async_context(open_streams_client(client_settings))
         feed = Feed(
             table,
             queue_size=settings.subscription_queue,
             max_subscribers=settings.subscriptions_per_process,
         )
-        task = asyncio.create_task(_follow(feed, streams, settings.stream_poll_seconds, answers))
-        stack.push_async_callback(_stop_following, feed, task)
+        if settings.fanout_url is not None:
+            await start_fanout(stack, feed, streams, settings, process_id().key, answers)
+        else:
+            task = asyncio.create_task(
+                _follow(feed, streams, settings.stream_poll_seconds, answers)
+            )
+            stack.push_async_callback(_stop_following, feed, task)
     if settings.webhooks and follow:
-        if streams is None:
-            streams = await stack.enter_async_context(open_streams_client(client_settings))
         await start_webhooks(stack, table, streams, settings, process_id().key)
     return table, feed
 
@@ -470,6 +488,24 @@ async def _stop_following(feed: Feed, task: asyncio.Task[None]) -> None:
     # uvicorn has closed the sockets by now (1012, service restart), so no client reads
     # this; it ends what is left of the subscriptions' generators.
     feed.interrupt("EVENTS_LOST", "The server is shutting down; subscribe again.")
+
+
+class CountedStreams:
+    """The streams client, each GetRecords counted (``comments_stream_get_records_total``):
+    what a shard's readers cost, whichever reader of the process calls."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def get_records(self, **request: Any) -> Any:
+        process_metrics.stream_reads()
+        return await self._client.get_records(**request)
+
+    async def describe_stream(self, **request: Any) -> Any:
+        return await self._client.describe_stream(**request)
+
+    async def get_shard_iterator(self, **request: Any) -> Any:
+        return await self._client.get_shard_iterator(**request)
 
 
 def _memory(settings: Settings) -> PlanMemory:

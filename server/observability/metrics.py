@@ -28,6 +28,11 @@ application's metrics, and do nothing when metrics are off:
   live processes);
 - ``stream_events(count)``: stream records read (``comments_stream_events_total``);
 - ``stream_gaps(count)``: changes the reader could not read (``comments_stream_gaps_total``);
+- ``stream_reads()``: one GetRecords call of this process, whichever reader made it
+  (``comments_stream_get_records_total``): a shard allows about two readers, so with a
+  fan-out broker only the processes holding a shard read it;
+- ``fanout_received(count)``: changes this process took from the fan-out broker
+  (``comments_fanout_changes_total``);
 - ``subscription_ended(code)``: the server ended a subscription with that error code
   (``comments_subscriptions_ended_total``: TOO_SLOW, EVENTS_LOST...);
 - ``http_refused(reason)``, ``websocket_refused(reason)``: a request or a WebSocket
@@ -300,6 +305,16 @@ class Metrics:
             "trimmed records)",
             registry=registry,
         )
+        self.stream_reads = Counter(
+            "comments_stream_get_records",
+            "GetRecords calls on the table's stream (a shard allows about two readers at once)",
+            registry=registry,
+        )
+        self.fanout_changes = Counter(
+            "comments_fanout_changes",
+            "Changes of the table taken from the fan-out broker (FANOUT_URL)",
+            registry=registry,
+        )
         self.webhook_deliveries = Counter(
             "comments_webhook_deliveries",
             "Webhook delivery attempts by outcome (sent: answered 2xx; failed: to be retried; "
@@ -499,6 +514,18 @@ def stream_gaps(count: int = 1) -> None:
     """The stream reader missed changes ``count`` times (``comments_stream_gaps_total``)."""
     if _active and count > 0:
         _active[-1].stream_gaps.inc(count)
+
+
+def stream_reads() -> None:
+    """One GetRecords call (``comments_stream_get_records_total``)."""
+    if _active:
+        _active[-1].stream_reads.inc()
+
+
+def fanout_received(count: int) -> None:
+    """``count`` changes taken from the fan-out broker (``comments_fanout_changes_total``)."""
+    if _active and count > 0:
+        _active[-1].fanout_changes.inc(count)
 
 
 WEBHOOK_OUTCOMES = ("sent", "failed", "given_up")

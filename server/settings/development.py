@@ -22,7 +22,8 @@ _YES = ("1", "true", "yes", "on")
 
 
 class EngineSettings(BaseSettings):
-    """How DynamoDB Local is started (``server.dev.local_engine``)."""
+    """How DynamoDB Local (``server.dev.local_engine``) and the development Redis
+    (``server.dev.local_broker``) are started."""
 
     model_config = FROM_ENVIRONMENT
 
@@ -31,6 +32,9 @@ class EngineSettings(BaseSettings):
     # 1: run the engine on every interface, without the library that keeps it on loopback
     # (see docs/running.md): anyone who can reach the machine can read and change its data.
     dynamodb_local_unprotected: bool = False
+    # The redis-server that serve --workers N starts for the fan-out (server.dev.local_broker);
+    # unset: Debian's, on the PATH (scripts/setup installs it).
+    redis_server: Path | None = None
 
     @field_validator("dynamodb_local_unprotected", mode="before")
     @classmethod

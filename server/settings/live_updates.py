@@ -6,7 +6,7 @@ are explained in ``server.http.event_groups``.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
 from server.settings.common import FROM_ENVIRONMENT
@@ -26,6 +26,17 @@ class LiveUpdateSettings(BaseSettings):
     # Seconds between polls of a quiet stream (each poll is one GetRecords per open shard;
     # DynamoDB throttles a shard read by more than two readers at once, see the README).
     stream_poll_seconds: float = Field(default=0.25, gt=0, le=10)
+    # The broker that fans the stream's changes out to every process (docs/scale.md): a
+    # Redis URL (redis://, rediss:// with TLS, as ElastiCache's in-transit encryption
+    # asks). Set: each shard is read once, by a claimed reader (lease items in the table),
+    # which publishes its changes there, and every process takes them from there instead of
+    # reading the stream itself. Unset: every process reads every shard (right for one
+    # process; serve --workers N in development starts redis-server on loopback itself).
+    fanout_url: str | None = None
+    # Seconds a shard's reader holds it without renewing: a reader's process that dies is
+    # replaced by another within this (its subscribers, and every process's, get
+    # EVENTS_LOST then).
+    fanout_lease_seconds: float = Field(default=30.0, ge=1, le=600)
     # Subscriptions one WebSocket connection, and one process, may hold.
     subscriptions_per_connection: int = Field(default=10, ge=1, le=1000)
     subscriptions_per_process: int = Field(default=10_000, ge=1, le=1_000_000)
@@ -54,3 +65,12 @@ class LiveUpdateSettings(BaseSettings):
     # take to send connection_init (then closed, 4408).
     subscription_idle_seconds: float = Field(default=300, gt=0, le=86400)
     connection_init_seconds: float = Field(default=10, gt=0, le=600)
+
+    @field_validator("fanout_url")
+    @classmethod
+    def _a_redis_url(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("FANOUT_URL: a Redis URL (redis://, rediss:// or unix://)")
+        return value

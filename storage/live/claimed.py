@@ -58,6 +58,14 @@ GENESIS_MARGIN_SECONDS = 60.0
 OnBatch = Callable[[Sequence[Change]], Awaitable[None]]
 
 
+def _of_lease(change: Change) -> bool:
+    """A change of a lease item (a reader's own checkpoint, or another reader's): moving a
+    checkpoint for it alone would write a change that is read again, a write per poll for
+    ever; it is left for the next checkpoint (read again after a hand-over, it is nothing)."""
+    pk = change.keys.get("PK", {}).get("S", "")
+    return isinstance(pk, str) and pk.startswith(LEASE_PREFIX)
+
+
 def lease_key(reader: str, shard_id: str) -> Item:
     return {"PK": {"S": LEASE_PREFIX + reader}, "SK": {"S": shard_id}}
 
@@ -253,7 +261,7 @@ class ClaimedReader:
                 held.iterator = await self._iterator(held.shard_id, held.checkpoint)
                 raise
         next_iterator = response.get("NextShardIterator")
-        if changes:
+        if any(not _of_lease(c) for c in changes):
             await self._checkpoint(held, changes[-1].sequence)
             self.handed += len(wanted)
         elif self.clock() - held.renewed_at > self.lease_seconds / 3:

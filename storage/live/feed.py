@@ -1,9 +1,11 @@
 """One process's feed of the table's stream: comment events to its subscribers, fresh
 counters to its snapshot.
 
-Each process follows the stream itself (``storage.live.stream``), so a write through any
-process reaches the subscribers of every process, and each keeps its own snapshot of the
-counters (``storage.reads.snapshots``) current without reading them.
+Each process is handed every change of the table: by following the stream itself
+(``storage.live.stream``), or, with a broker, from the shard's one claimed reader through
+it (``storage.live.fanout``); so a write through any process reaches the subscribers of
+every process, and each keeps its own snapshot of the counters
+(``storage.reads.snapshots``) current without reading them.
 
 For each batch of changes:
 

@@ -11,7 +11,7 @@ from contextlib import suppress
 from typing import Any
 
 from storage.base.types import DynamoClient
-from storage.live.claimed import ClaimedReader
+from storage.live.claimed import ClaimedReader, lease_key
 from storage.live.stream import Change
 from storage.live.webhook_events import webhook_event
 from storage.model.comments import NewComment
@@ -110,3 +110,35 @@ def test_erasure_events_only_on_the_move_to_done() -> None:
     assert webhook_event(change("RUNNING", "DONE")) == done
     other = Change("MODIFY", key, None, None, "43", "s")
     assert webhook_event(other) is None
+
+
+async def test_changes_of_lease_items_alone_move_no_checkpoint(
+    client: DynamoClient, streams: Any
+) -> None:
+    """A checkpoint is a write the reader reads back: moved for that change alone, it
+    would write again at every poll, for ever (and two readers would feed each other)."""
+    table, arn = await streamed_table(client)
+    got = Collect()
+    reader = ClaimedReader(table, streams, arn, "quiet", "a", got.on_batch, lease_seconds=30)
+    reader.genesis = 0.0
+    await reader.look()
+    await create_comment(table, NewComment("cq", "en", 5, "c", "u"))
+    async with asyncio.timeout(20):
+        while not got.published:
+            await reader.step()
+            await asyncio.sleep(0.05)
+
+    async def checkpoints() -> set[str]:
+        found = set()
+        for shard in reader.held:
+            item = await client.get_item(
+                TableName=table.name, Key=lease_key("quiet", shard), ConsistentRead=True
+            )
+            found.add(item["Item"].get("checkpoint", {}).get("S", ""))
+        return found
+
+    moved = await checkpoints()
+    for _ in range(10):  # the checkpoint's own change is read among these
+        await reader.step()
+        await asyncio.sleep(0.05)
+    assert await checkpoints() == moved

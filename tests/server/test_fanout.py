@@ -1,0 +1,204 @@
+"""The fan-out across processes, live: several servers on one table with a broker. Each
+shard is read by one process only (GetRecords counted on every process's metrics); a write
+through any process reaches a subscription on every process; a broker restart ends every
+subscription with EVENTS_LOST, never silence; and when the reading process is killed,
+another takes the shard over and writes reach everyone again."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack, ExitStack
+from typing import Any
+
+import httpx
+import pytest
+
+from resolvers.auth import mint
+from server.dev.local_broker import LocalBroker
+from server.dev.local_engine import LocalEngine
+from storage.engine.client import ClientSettings, open_client
+from storage.ops.create import create_table
+from testing.live_server import LiveServer, live_server
+from testing.scrape import parse_scrape, sample
+from testing.subscriber import Closed, Subscriber, subscriber
+from tests.api_helpers import SECRET
+
+pytestmark = pytest.mark.engine
+
+# Eight in the long form (FANOUT_TEST_PROCESSES=8, docs/scale.md); four in CI, where each
+# server takes seconds of the two cores to start.
+PROCESSES = int(os.environ.get("FANOUT_TEST_PROCESSES", "4"))
+# Short, so that a killed reader's shard is taken over within seconds.
+LEASE_SECONDS = 2
+EVENTS = """subscription($pid: ID!) { commentEvents(productId: $pid) { kind commentId } }"""
+CREATE = """mutation($input: CreateCommentInput!) {
+  createComment(input: $input) { comment { commentId } userErrors { code } } }"""
+AUTHOR = mint(SECRET, "ann", name="Ann")
+READS = "comments_stream_get_records_total"
+
+
+async def _streamed_table(endpoint_url: str) -> str:
+    name = f"fanout_{uuid.uuid4().hex[:8]}"
+    async with open_client(ClientSettings(endpoint_url=endpoint_url)) as client:
+        await create_table(client, name)
+    return name
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[LocalBroker]:
+    with LocalBroker() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def servers(engine: LocalEngine, broker: LocalBroker) -> Iterator[list[LiveServer]]:
+    """Eight servers on one table, started side by side (each takes seconds to start)."""
+    table = asyncio.run(_streamed_table(engine.endpoint_url))
+    env = {"FANOUT_URL": broker.url, "FANOUT_LEASE_SECONDS": str(LEASE_SECONDS)}
+    with ExitStack() as stack, ThreadPoolExecutor(PROCESSES) as pool:
+        managers = [
+            live_server(engine.endpoint_url, table, SECRET, log=None, **env)
+            for _ in range(PROCESSES)
+        ]
+        started = list(pool.map(lambda m: m.__enter__(), managers))
+        for manager in managers:
+            stack.push(manager.__exit__)
+        yield started
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=30) as client:
+        yield client
+
+
+async def _create(http: httpx.AsyncClient, server: LiveServer, pid: str, body: str) -> str:
+    response = await http.post(
+        server.graphql_url,
+        json={
+            "query": CREATE,
+            "variables": {"input": {"productId": pid, "rating": 5, "language": "en", "body": body}},
+        },
+        headers={"authorization": f"Bearer {AUTHOR}"},
+    )
+    data: dict[str, Any] = response.json()["data"]["createComment"]
+    assert data["userErrors"] == [], data
+    cid: str = data["comment"]["commentId"]
+    return cid
+
+
+async def _reads(http: httpx.AsyncClient, server: LiveServer) -> float:
+    scraped = await http.get(f"{server.base_url}/metrics")
+    return sample(parse_scrape(scraped.text), READS)
+
+
+async def _subscribed(
+    stack: AsyncExitStack, servers: list[LiveServer], pid: str
+) -> list[Subscriber]:
+    clients = []
+    for server in servers:
+        client = await stack.enter_async_context(
+            subscriber(server.graphql_url, authorization=f"Bearer {AUTHOR}")
+        )
+        await client.subscribe("s", EVENTS, {"pid": pid})
+        clients.append(client)
+    return clients
+
+
+async def _until_all_see(
+    http: httpx.AsyncClient, writer: LiveServer, clients: list[Subscriber], pid: str
+) -> None:
+    """Write probes through ``writer`` until every subscription has received one (a
+    subscription is registered moments after its message); earlier probes are skipped."""
+    probes: list[str] = []
+    for _ in range(10):
+        probes.append(await _create(http, writer, pid, "probe"))
+        try:
+            for client in clients:
+                while True:
+                    message = await client.next("s", seconds=3)
+                    assert message["type"] == "next", message
+                    assert "errors" not in message["payload"], message
+                    if message["payload"]["data"]["commentEvents"]["commentId"] == probes[-1]:
+                        break
+        except TimeoutError:
+            continue
+        return
+    raise AssertionError("the subscriptions never received a probe")
+
+
+async def _holders(http: httpx.AsyncClient, servers: list[LiveServer]) -> list[int]:
+    """The processes that called GetRecords while eight writes went through: those that
+    read a shard."""
+    before = [await _reads(http, s) for s in servers]
+    await asyncio.sleep(1.5)  # a few polls of the holder (STREAM_POLL_SECONDS, 0.25 s)
+    after = [await _reads(http, s) for s in servers]
+    return [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if a > b]
+
+
+async def test_one_reader_per_shard_and_every_process_sees_every_write(
+    servers: list[LiveServer], http: httpx.AsyncClient
+) -> None:
+    pid = f"fan-{uuid.uuid4().hex[:8]}"
+    async with AsyncExitStack() as stack:
+        clients = await _subscribed(stack, servers, pid)
+        await _until_all_see(http, servers[0], clients, pid)
+        # DynamoDB Local's stream has one open shard: one process reads it, none other.
+        assert len(await _holders(http, servers)) == 1
+        # A write through each process reaches the subscription on every process, once.
+        written = [await _create(http, s, pid, f"from {i}") for i, s in enumerate(servers)]
+        for client in clients:
+            seen = [(await client.next("s"))["payload"]["data"]["commentEvents"] for _ in written]
+            assert [(e["kind"], e["commentId"]) for e in seen] == [
+                ("PUBLISHED", c) for c in written
+            ]
+
+
+async def test_a_broker_restart_ends_every_subscription_with_events_lost(
+    servers: list[LiveServer], broker: LocalBroker, http: httpx.AsyncClient
+) -> None:
+    pid = f"fan-{uuid.uuid4().hex[:8]}"
+    async with AsyncExitStack() as stack:
+        clients = await _subscribed(stack, servers, pid)
+        await _until_all_see(http, servers[0], clients, pid)
+        broker.kill()
+        await asyncio.to_thread(broker.start)
+        for client in clients:
+            message = await client.next("s")
+            assert message["type"] == "next", message
+            (error,) = message["payload"]["errors"]
+            assert error["extensions"]["code"] == "EVENTS_LOST", message
+    # Connected again, every process sees writes again.
+    async with AsyncExitStack() as stack:
+        clients = await _subscribed(stack, servers, pid)
+        await _until_all_see(http, servers[1], clients, pid)
+
+
+async def test_a_killed_readers_shard_is_taken_over(
+    servers: list[LiveServer], http: httpx.AsyncClient
+) -> None:
+    pid = f"fan-{uuid.uuid4().hex[:8]}"
+    (holder,) = await _holders(http, servers)
+    os.kill(servers[holder].pid, signal.SIGKILL)
+    alive = [s for i, s in enumerate(servers) if i != holder]
+    async with AsyncExitStack() as stack:
+        clients = await _subscribed(stack, alive, pid)
+        # Within the lease another process holds the shard and publishes what it reads;
+        # the processes that see the hand-over end their subscriptions with EVENTS_LOST,
+        # so the probes' loop subscribes again until every one receives.
+        for _ in range(5):
+            try:
+                await _until_all_see(http, alive[0], clients, pid)
+                break
+            except (AssertionError, Closed):
+                pass
+            await stack.aclose()
+            clients = await _subscribed(stack, alive, pid)
+        else:
+            raise AssertionError("no process took the killed reader's shard over")
+    assert len(await _holders(http, alive)) == 1
