@@ -167,9 +167,7 @@ async def start_fanout(
 
     tasks = [
         asyncio.create_task(keep_reading()),
-        asyncio.create_task(
-            feed.follow(batches, on_batch=delivered, on_failure=failed)
-        ),
+        asyncio.create_task(feed.follow(batches, on_batch=delivered, on_failure=failed)),
     ]
 
     async def stop() -> None:

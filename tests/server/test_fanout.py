@@ -7,6 +7,7 @@ another takes the shard over and writes reach everyone again."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import uuid
@@ -40,6 +41,8 @@ CREATE = """mutation($input: CreateCommentInput!) {
   createComment(input: $input) { comment { commentId } userErrors { code } } }"""
 AUTHOR = mint(SECRET, "ann", name="Ann")
 READS = "comments_stream_get_records_total"
+ANSWER_HITS = "comments_cache_lookups_total"
+STATS = "query($pid: ID!) { product(productId: $pid) { stats { total } } }"
 
 
 async def _streamed_table(endpoint_url: str) -> str:
@@ -157,6 +160,39 @@ async def test_one_reader_per_shard_and_every_process_sees_every_write(
             assert [(e["kind"], e["commentId"]) for e in seen] == [
                 ("PUBLISHED", c) for c in written
             ]
+
+
+async def test_answers_kept_by_every_process_follow_a_write_through_any_other(
+    servers: list[LiveServer], http: httpx.AsyncClient
+) -> None:
+    """Each process's answer map rides on the fan-out as on a follower of its own: once a
+    process serves a product's answer from memory, a write through another process reaches
+    its next answer (the map has no expiry: without the fan-out's word, never)."""
+    pid = f"fan-{uuid.uuid4().hex[:8]}"
+    params = {"query": STATS, "variables": json.dumps({"pid": pid})}
+
+    async def total(server: LiveServer) -> int:
+        response = await http.get(server.graphql_url, params=params)
+        assert response.status_code == 200, response.text
+        value: int = response.json()["data"]["product"]["stats"]["total"]
+        return value
+
+    async with asyncio.timeout(30):
+        for server in servers:
+            before = await _answer_hits(http, server)
+            while await _answer_hits(http, server) < before + 2:
+                assert await total(server) == 0
+                await asyncio.sleep(0.05)
+    await _create(http, servers[-1], pid, "through the last")
+    async with asyncio.timeout(30):
+        for server in servers:
+            while await total(server) != 1:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+
+
+async def _answer_hits(http: httpx.AsyncClient, server: LiveServer) -> float:
+    scraped = await http.get(f"{server.base_url}/metrics")
+    return sample(parse_scrape(scraped.text), ANSWER_HITS, cache="answers", result="hit")
 
 
 async def test_a_broker_restart_ends_every_subscription_with_events_lost(
