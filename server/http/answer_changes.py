@@ -5,7 +5,7 @@ leaderboard when a product's 5-star entry moved, membership when a product chang
 An item this module does not know is taken to change anything (``all``): a kept answer is
 dropped too often rather than served stale. Items no answer reads (an author's rate
 counters, idempotency records, webhook deliveries, erasure jobs, the processes'
-heartbeats) change nothing.
+heartbeats, the stream readers' leases) change nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable
 from resolvers.read_set import ALL, COMMENT, GROUP, LEADERS, MEMBERSHIP, PRODUCT
 from server.http.answers import AnswerCache
 from storage.base.types import Item
+from storage.live.claimed import LEASE_PREFIX
 from storage.live.stream import Change
 from storage.model import keys
 from storage.model.facets import GROUP_PREFIX
@@ -32,6 +33,9 @@ _UNREAD = (
     "WH",  # webhook messages, lanes, logs
     "WEBHOOK#",
     keys.QUEUE_PK,  # the moderation queue: moderators only, never public
+    # The claimed stream readers' leases and checkpoints (webhooks, fan-out): moved on every
+    # batch a reader takes, so that taking them for a change would empty every map as often.
+    LEASE_PREFIX,
 )
 
 

@@ -20,6 +20,7 @@ from server.settings import Settings
 from storage.base.types import Response
 from storage.engine.table import TableRef
 from storage.engine.wrapping import ClientWrapper
+from storage.live.claimed import lease_key
 from storage.live.stream import Change
 from storage.model.comments import NewComment
 from storage.model.items import comment_key
@@ -225,6 +226,10 @@ def test_tags_of_the_items_the_stream_carries() -> None:
 
     assert tags_of(change("AUTHOR#x", "RATE#comments")) == set()
     assert tags_of(change("LAYOUT#PROCESS", "h1")) == set()
+    # The claimed stream readers move their leases on every batch they take (webhooks).
+    for reader in ("webhooks", "fanout"):
+        lease = lease_key(reader, "shardId-1")
+        assert tags_of(change(lease["PK"]["S"], lease["SK"]["S"])) == set()
     assert tags_of(change("GROUP#g1", "MEMBER#p1")) == {"g:g1", "membership"}
     assert tags_of(change("PRODUCT#p1", "HELD#g1")) == {"p:p1", "membership", "g:g1"}
     assert tags_of(change("COMMENT#c1", "VOTE#v")) == {"c:c1"}
