@@ -78,11 +78,14 @@ class Answer:
     body: bytes
     headers: tuple[tuple[str, str], ...]
     tags: frozenset[str]
+    # The operation that made it, as its execution named it: an answer served from the map
+    # is counted under it in the metrics and the request log, as an executed one is.
+    operation: str | None = None
 
     def size(self) -> int:
         headers = sum(len(k) + len(v) for k, v in self.headers)
         tags = sum(len(t) for t in self.tags)
-        return 32 + len(self.body) + headers + tags + ENTRY_OVERHEAD
+        return 32 + len(self.body) + headers + tags + len(self.operation or "") + ENTRY_OVERHEAD
 
 
 class AnswerCache:

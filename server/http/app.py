@@ -232,13 +232,14 @@ class GraphQLApp(GraphQL[Context, None]):
             response = Response(kept.body, headers=dict(kept.headers))
             if exchange is not None:
                 exchange.outcome = "ok"
+                exchange.named = kept.operation
         else:
             flight = None if key is None else self.answers.take_flight(key)
             started = self.answers.start()
             try:
                 response = await self._answer(request, media_type, exchange)
                 if key is not None:
-                    self._keep(key, request, response, started)
+                    self._keep(key, request, response, started, exchange)
             finally:
                 if key is not None and flight is not None:
                     self.answers.land(key, flight)
@@ -270,8 +271,15 @@ class GraphQLApp(GraphQL[Context, None]):
             media_type,
         )
 
-    def _keep(self, key: AnswerKey, request: Request, response: Response, started: int) -> None:
-        """Keep a public answer in the process's map, with its tags."""
+    def _keep(
+        self,
+        key: AnswerKey,
+        request: Request,
+        response: Response,
+        started: int,
+        exchange: Exchange | None,
+    ) -> None:
+        """Keep a public answer in the process's map, with its tags and operation."""
         if response.status_code != 200 or not response.headers.get("cache-control", "").startswith(
             "public"
         ):
@@ -282,7 +290,8 @@ class GraphQLApp(GraphQL[Context, None]):
             if name in response.headers
         )
         tags = frozenset(self.answer_tags(request))
-        self.answers.store(key, Answer(bytes(response.body), headers, tags), started)
+        operation = None if exchange is None else exchange.operation
+        self.answers.store(key, Answer(bytes(response.body), headers, tags, operation), started)
 
     async def _answer(
         self, request: Request, media_type: MediaType, exchange: Exchange | None

@@ -47,12 +47,14 @@ class Exchange:
     context: Context | None = None
     codes: list[str] = field(default_factory=list)
     status: int = 0
+    # The operation's name when no context was made: an answer served from the process's
+    # map (server.http.answers) names the operation that made it.
+    named: str | None = None
 
     @property
     def operation(self) -> str | None:
-        if self.context is None or self.context.operation_name is None:
-            return None
-        return self.context.operation_name[:MAX_NAME_CHARS]
+        name = self.named if self.context is None else self.context.operation_name
+        return None if name is None else name[:MAX_NAME_CHARS]
 
     def fields(self, scope: Scope, seconds: float) -> dict[str, Any]:
         """The request line's fields."""
@@ -168,7 +170,7 @@ class Observed:
         if self.metrics is not None and exchange.graphql:
             context = exchange.context
             self.metrics.observe_request(
-                None if context is None else context.operation_name,
+                exchange.named if context is None else context.operation_name,
                 exchange.outcome,
                 seconds,
                 None if context is None else context.meter,
