@@ -360,8 +360,14 @@ def _serve(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield process
     finally:
+        # Asked to stop first, so that it stops what it started (the development broker,
+        # by its PID); killed only if it does not. A killed parent leaves those running.
         if process.poll() is None:
-            process.kill()
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
         process.wait()
 
 
