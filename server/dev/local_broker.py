@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from server.dev.captured_log import CapturedLog
 from server.dev.local_engine import free_port
 from server.dev.loopback import listening_sockets
 from server.settings.development import EngineSettings
@@ -50,7 +51,7 @@ def _answers(port: int) -> bool:
         return False
 
 
-class LocalBroker:
+class LocalBroker(CapturedLog):
     """A redis-server process; a context manager, and ``stop`` is safe to call twice.
     ``kill`` then ``start`` restarts it on the same port (empty: pub/sub keeps nothing)."""
 
@@ -154,17 +155,6 @@ class LocalBroker:
             process.kill()
             process.wait()
         self._close_log()
-
-    def _tail(self) -> str:
-        if self._log is None:
-            return ""
-        self._log.flush()
-        return Path(self._log.name).read_text(errors="replace")[-2000:]
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
 
     def __enter__(self) -> LocalBroker:
         return self.start()

@@ -28,6 +28,7 @@ from types import TracebackType
 
 from pydantic import ValidationError
 
+from server.dev.captured_log import CapturedLog
 from server.dev.loopback import listening_sockets
 from server.environment import inherited, preloaded
 from server.settings.development import EngineSettings
@@ -135,7 +136,7 @@ def _answers(port: int) -> bool:
         return False
 
 
-class LocalEngine:
+class LocalEngine(CapturedLog):
     """A DynamoDB Local process; a context manager, and ``stop`` is safe to call twice."""
 
     def __init__(self, *, data_dir: Path | None = None, port: int | None = None) -> None:
@@ -271,17 +272,6 @@ class LocalEngine:
             process.send_signal(sig)
             process.wait()
         self._close_log()
-
-    def _tail(self) -> str:
-        if self._log is None:
-            return ""
-        self._log.flush()
-        return Path(self._log.name).read_text(errors="replace")[-2000:]
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
 
     def __enter__(self) -> LocalEngine:
         return self.start()
