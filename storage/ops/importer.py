@@ -174,6 +174,9 @@ class _Run:
     seen: dict[bytes, int] = field(default_factory=dict)
     # Products in a group that got published comments: placed in it once all is written.
     grouped: set[str] = field(default_factory=set)
+    # Set by the first failure: the batches still running finish what they sent and start
+    # nothing more.
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     def _settle(self, *, imported: int = 0, already: int = 0, other: int = 0) -> None:
         self.imported += imported
@@ -245,7 +248,7 @@ class _Run:
         writes = [self._in_turn(todo) for todo in by_product.values()]
         if pending:
             writes.append(self._in_turn(pending))
-        await _together(writes)
+        await _together(writes, self.stop)
 
     async def _present(self, records: list[ImportRecord]) -> dict[str, str | None]:
         """The digest in the record of each of these imported before (None for a record
@@ -262,13 +265,15 @@ class _Run:
             for item in items:
                 found[by_key[item["PK"]["S"]]] = _digest_of(item)
 
-        await _together([chunk(start) for start in range(0, len(pks), BATCH_GET_MAX)])
+        await _together([chunk(start) for start in range(0, len(pks), BATCH_GET_MAX)], self.stop)
         return found
 
     async def _in_turn(self, records: list[ImportRecord]) -> None:
         """Batches that contend on the same counters, one after another."""
         async with self.gate:
             for batch in _batches(records):
+                if self.stop.is_set():
+                    return
                 await self._batch(batch)
 
     async def _batch(self, batch: list[ImportRecord]) -> None:
@@ -281,7 +286,7 @@ class _Run:
         async with counters.five_star_turn(self.table, product_id, product_moves):
             if counters.moves_five(product_moves):
                 await counters.learn_five(self.table, product_id, budget, five)
-            while batch:
+            while batch and not self.stop.is_set():
                 cancel = await transact(self.table, _parts(self.table, batch, five), budget)
                 if cancel is None:
                     self._settle(imported=len(batch))
@@ -415,15 +420,22 @@ async def _records_present(table: TableRef, pks: list[str], backoff: Backoff) ->
     )
 
 
-async def _together(calls: list[Coroutine[Any, Any, None]]) -> None:
-    """Run these concurrently; the first failure cancels the rest and is raised as itself
-    (a storage error rather than a group)."""
-    try:
-        async with asyncio.TaskGroup() as group:
-            for call in calls:
-                group.create_task(call)
-    except BaseExceptionGroup as failed:
-        own = [e for e in failed.exceptions if isinstance(e, StorageError)]
-        if own:
-            raise own[0] from failed
-        raise
+async def _together(calls: list[Coroutine[Any, Any, None]], stop: asyncio.Event) -> None:
+    """Run these concurrently. The first failure sets ``stop``, so that no new write
+    starts, and is raised as itself (a storage error rather than a group) once the others
+    have finished: cancelling one whose write was sent would not call the write back, and
+    a failure reported while it may still land leaves the tally, and a resume started at
+    once, behind the table."""
+    failures: list[Exception] = []
+
+    async def guarded(call: Coroutine[Any, Any, None]) -> None:
+        try:
+            await call
+        except Exception as exc:
+            stop.set()
+            failures.append(exc)
+
+    await asyncio.gather(*(guarded(call) for call in calls))
+    if failures:
+        own = [e for e in failures if isinstance(e, StorageError)]
+        raise (own or failures)[0]

@@ -521,6 +521,61 @@ async def test_a_crashed_import_resumes_exactly(table: TableRef, lost: bool) -> 
     await assert_each_imported_once(own, external_ids)
 
 
+class LateAnswer(ClientWrapper):
+    """The first transaction is sent, and reaches storage only once the second one has
+    failed, as a request still on the wire does: the client giving up on it (a
+    cancellation) cannot call it back. ``unsettled`` counts requests not yet answered."""
+
+    def __init__(self, inner: DynamoClient) -> None:
+        super().__init__(inner)
+        self.transactions = 0
+        self.unsettled = 0
+        self.failed = asyncio.Event()
+        self.landing: list[asyncio.Task[Response]] = []
+
+    async def _call(self, operation: str, kwargs: dict[str, Any]) -> Response:
+        if operation != "transact_write_items":
+            return await super()._call(operation, kwargs)
+        self.transactions += 1
+        if self.transactions == 2:
+            self.failed.set()
+            raise ConnectionResetError("storage went away")
+        if self.transactions > 2:
+            raise ConnectionResetError("storage is gone")
+        landing = asyncio.ensure_future(self._land(kwargs))
+        self.landing.append(landing)
+        return await asyncio.shield(landing)
+
+    async def _land(self, kwargs: dict[str, Any]) -> Response:
+        self.unsettled += 1
+        try:
+            await self.failed.wait()
+            await asyncio.sleep(0.05)  # the wire is slower than giving up
+            return await super()._call("transact_write_items", kwargs)
+        finally:
+            self.unsettled -= 1
+
+
+async def test_a_failed_import_raises_only_once_its_sent_writes_are_answered(
+    table: TableRef,
+) -> None:
+    # One product's batch fails while another's is on its way: the import must not report
+    # the failure (and its tally) while a write it sent may still land, or a resume
+    # started at once, and the tally printed, disagree with what the table ends with.
+    own = await own_table(table, "import_in_flight")
+    late = LateAnswer(own.client)
+    settled: list[int] = []
+    lines = [line(f"f{n}", f"p-{n % 2}", rating=3) for n in range(4)]
+    with pytest.raises(StorageUnavailable):
+        await run(TableRef(late, own.name), lines, concurrency=2, progress=settled.append)
+    assert late.unsettled == 0
+    records, _ = await records_and_comments(own)
+    assert len(records) == 2  # the late batch landed, before the import said it failed
+    assert settled[-1] == len(records)
+    await asyncio.gather(*late.landing)
+    assert len((await records_and_comments(own))[0]) == len(records)
+
+
 class FiveStarRival(ClientWrapper):
     """Before the first transaction goes through, another writer adds a 5-star comment to
     the product, so the import's count_5 condition fails and it must learn the new count."""
