@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from redis.asyncio.connection import Connection
 from server.http.answer_changes import telling
 from server.http.answers import AnswerCache
 from server.observability import metrics
+from server.purging.service import Purging
 from storage.base.errors import StorageError
 from storage.engine.table import TableRef
 from storage.live.claimed import ClaimedReader
@@ -76,10 +77,12 @@ async def start_fanout(
     settings: Settings,
     owner: str,
     answers: AnswerCache | None = None,
+    purging: Purging | None = None,
 ) -> None:
     """Publish the shards this process holds and feed it everyone's, until the stack closes.
     The process's map of answers (server.http.answers) is told of each batch first, and of
-    every loss, as with a follower of its own."""
+    every loss, as with a follower of its own. The caches in front (``purging``) are told
+    of the batches of the shards this process holds, once published: once per change."""
     url = settings.fanout_url
     assert url is not None
     name = channel(feed.table.name)
@@ -90,6 +93,20 @@ async def start_fanout(
         await publishing.publish(name, data)
 
     publisher = Publisher(owner, publish)
+
+    async def on_batch(changes: Sequence[Change]) -> None:
+        await publisher.on_batch(changes)
+        if purging is not None:
+            purging.changed(changes)
+
+    def reader_gap(reason: str) -> None:
+        log.warning("fan-out reader: %s", reason)
+        if purging is not None:
+            purging.lost(reason)
+
+    def taken_over(shard_id: str) -> None:
+        if purging is not None:
+            purging.lost(f"shard {shard_id} taken over from a holder that stopped")
 
     def lost(reason: str) -> None:
         log.warning("live updates: %s", reason)
@@ -109,10 +126,11 @@ async def start_fanout(
             arn,
             READER,
             owner,
-            publisher.on_batch,
+            on_batch,
             lease_seconds=settings.fanout_lease_seconds,
             poll_seconds=settings.stream_poll_seconds,
-            on_gap=lambda reason: log.warning("fan-out reader: %s", reason),
+            on_gap=reader_gap,
+            on_takeover=taken_over,
         )
         await reader.run()
 

@@ -47,6 +47,7 @@ from server.http.answers import AnswerCache
 from server.jwks import KeyStore
 from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, listener
+from server.purging.service import Purging, purged, start_purging
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
 from server.webhooks.service import start_webhooks
@@ -362,17 +363,21 @@ async def _open_table(
     if (settings.live_updates or settings.webhooks) and follow:
         opened_streams = await stack.enter_async_context(open_streams_client(client_settings))
         streams = CountedStreams(opened_streams)
+    purging = None
     if settings.live_updates and follow:
+        # Before the feed's start, so that its stop (last in, first out) comes first and
+        # the purges of its last batches are flushed after it.
+        purging = await start_purging(stack, settings)
         feed = Feed(
             table,
             queue_size=settings.subscription_queue,
             max_subscribers=settings.subscriptions_per_process,
         )
         if settings.fanout_url is not None:
-            await start_fanout(stack, feed, streams, settings, process_id().key, answers)
+            await start_fanout(stack, feed, streams, settings, process_id().key, answers, purging)
         else:
             task = asyncio.create_task(
-                _follow(feed, streams, settings.stream_poll_seconds, answers)
+                _follow(feed, streams, settings.stream_poll_seconds, answers, purging)
             )
             stack.push_async_callback(_stop_following, feed, task)
     if settings.webhooks and follow:
@@ -381,11 +386,17 @@ async def _open_table(
 
 
 async def _follow(
-    feed: Feed, streams: Any, poll_seconds: float, answers: AnswerCache | None = None
+    feed: Feed,
+    streams: Any,
+    poll_seconds: float,
+    answers: AnswerCache | None = None,
+    purging: Purging | None = None,
 ) -> None:
     """Follow the table's stream for as long as the process runs; while the table has no
     stream, look again every minute (migrate-table may turn it on). The process's map of
-    answers (server.http.answers) is told of each batch first, and of every loss."""
+    answers (server.http.answers) is told of each batch first, and of every loss; so are
+    the caches in front (``purging``): without a broker, each process purges what it reads,
+    and a follower's start, which reads from the stream's end, purges everything."""
     warned = False
     while True:
         try:
@@ -410,6 +421,8 @@ async def _follow(
         process_metrics.stream_gaps()
         if answers is not None:
             answers.lost()
+        if purging is not None:
+            purging.lost(reason)
         feed.interrupt(
             "EVENTS_LOST",
             "Changes of the table were lost to this server; subscribe again and reload.",
@@ -419,9 +432,13 @@ async def _follow(
         process_metrics.stream_gaps()
         if answers is not None:
             answers.lost()
+        if purging is not None:
+            purging.lost("the stream's follower failed")
 
     def batches() -> AsyncIterator[list[Change]]:
         followed = StreamFollower(streams, arn, poll_seconds=poll_seconds, on_gap=lost).batches()
+        if purging is not None:
+            followed = purged(purging, followed)
         return followed if answers is None else telling(answers, followed)
 
     def delivered(changes: int) -> None:

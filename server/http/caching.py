@@ -35,6 +35,8 @@ class CachePolicy:
 
     max_age: int
     stale_while_revalidate: int
+    # For shared caches purged on change (s-maxage); 0: they keep answers max_age too.
+    shared_max_age: int = 0
 
     @property
     def on(self) -> bool:
@@ -42,6 +44,8 @@ class CachePolicy:
 
     def cache_control(self) -> str:
         value = f"public, max-age={self.max_age}"
+        if self.shared_max_age > 0:
+            value += f", s-maxage={self.shared_max_age}"
         if self.stale_while_revalidate > 0:
             value += f", stale-while-revalidate={self.stale_while_revalidate}"
         return value

@@ -315,6 +315,23 @@ class Metrics:
             "Changes of the table taken from the fan-out broker (FANOUT_URL)",
             registry=registry,
         )
+        self.purges = Counter(
+            "comments_purges",
+            "Purge requests to the shared caches in front (PURGE_URLS) by outcome (sent: "
+            "confirmed; failed: kept and tried again)",
+            ["outcome"],
+            registry=registry,
+        )
+        for outcome in PURGE_OUTCOMES:  # exported at zero from the start
+            self.purges.labels(outcome=outcome)
+        self.purge_pending = Gauge(
+            "comments_purge_pending_tags",
+            "Cache tags waiting to be purged (or purged again) in one cache, the largest over "
+            "processes: it grows while the cache does not answer",
+            ["target"],
+            registry=registry,
+            multiprocess_mode="livemax",
+        )
         self.webhook_deliveries = Counter(
             "comments_webhook_deliveries",
             "Webhook delivery attempts by outcome (sent: answered 2xx; failed: to be retried; "
@@ -526,6 +543,21 @@ def fanout_received(count: int) -> None:
     """``count`` changes taken from the fan-out broker (``comments_fanout_changes_total``)."""
     if _active and count > 0:
         _active[-1].fanout_changes.inc(count)
+
+
+PURGE_OUTCOMES = ("sent", "failed")
+
+
+def purges(outcome: str) -> None:
+    """A purge request ended with ``outcome`` (``comments_purges_total``)."""
+    if _active and outcome in PURGE_OUTCOMES:
+        _active[-1].purges.labels(outcome=outcome).inc()
+
+
+def purge_pending(target: str, tags: int) -> None:
+    """Tags waiting for one cache (``comments_purge_pending_tags``)."""
+    if _active:
+        _active[-1].purge_pending.labels(target=target).set(tags)
 
 
 WEBHOOK_OUTCOMES = ("sent", "failed", "given_up")

@@ -7,6 +7,7 @@ upper case, and ``docs/configuration.md`` lists each one (a test keeps them in s
     writes.py          moderation, per-author limits and rates
     live_updates.py    the stream and what subscriptions may hold and cost
     webhooks.py        the webhook worker: deliveries, leases, retries, outbound rules
+    purging.py         the shared caches purged on change, and their s-maxage
     observability.py   metrics, logs, traces
     development.py     the embedded engine, demo data, dev tokens
 
@@ -20,10 +21,12 @@ table, the metrics listener apart from the server's).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Self
 
 from pydantic import model_validator
 
+from server.http.caching import CachePolicy
 from server.settings.common import FROM_ENVIRONMENT
 from server.settings.development import (
     DEFAULT_DATA_DIR,
@@ -42,6 +45,7 @@ from server.settings.observability import (
     TracesSampler,
     listen_problem,
 )
+from server.settings.purging import PurgeSettings
 from server.settings.storage import StorageSettings, StorageUse
 from server.settings.tokens import TokenSettings
 from server.settings.webhooks import WebhookSettings
@@ -60,6 +64,7 @@ __all__ = [
     "LiveUpdateSettings",
     "MetricsMode",
     "ObservabilitySettings",
+    "PurgeSettings",
     "Settings",
     "StorageSettings",
     "StorageUse",
@@ -77,6 +82,7 @@ class Settings(
     WriteSettings,
     LiveUpdateSettings,
     WebhookSettings,
+    PurgeSettings,
     ObservabilitySettings,
     DevelopmentSettings,
     EngineSettings,
@@ -84,6 +90,13 @@ class Settings(
     """Everything the server reads: every group, and the rules that span them."""
 
     model_config = FROM_ENVIRONMENT
+
+    @property
+    def cache_policy(self) -> CachePolicy:
+        """Public answers' Cache-Control: with purging on, shared caches keep them
+        CACHE_SHARED_MAX_AGE (s-maxage), browsers CACHE_MAX_AGE as ever."""
+        shared = self.cache_shared_max_age if self.purge_urls and self.cache_max_age > 0 else 0
+        return replace(super().cache_policy, shared_max_age=shared)
 
     def _makes_secret_files(self) -> bool:
         # The server in development makes a missing JWT_SECRET_FILE (as docker compose has
@@ -103,6 +116,15 @@ class Settings(
                 "public author ids: a deployment that ran without it keeps its authors' ids "
                 "with the key `comments author-id-key` prints from its present JWT_SECRET; "
                 "a new one may take 32 random bytes (openssl rand -hex 32)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _purges_follow_the_stream(self) -> Self:
+        if self.purge_urls and not self.live_updates:
+            raise ValueError(
+                "PURGE_URLS needs LIVE_UPDATES: the purges come from the table's stream, "
+                "and without them a cache would keep answers CACHE_SHARED_MAX_AGE"
             )
         return self
 

@@ -23,7 +23,8 @@ _YES = ("1", "true", "yes", "on")
 
 class EngineSettings(BaseSettings):
     """How DynamoDB Local (``server.dev.local_engine``) and the development Redis
-    (``server.dev.local_broker``) are started."""
+    (``server.dev.local_broker``) and the development Varnish (``server.dev.local_proxy``)
+    are started."""
 
     model_config = FROM_ENVIRONMENT
 
@@ -35,6 +36,9 @@ class EngineSettings(BaseSettings):
     # The redis-server that serve --workers N starts for the fan-out (server.dev.local_broker);
     # unset: Debian's, on the PATH (scripts/setup installs it).
     redis_server: Path | None = None
+    # The varnishd the purge test and the freshness benchmark start in front of servers
+    # (server.dev.local_proxy), with the xkey module; unset: Debian's (scripts/setup).
+    varnishd: Path | None = None
 
     @field_validator("dynamodb_local_unprotected", mode="before")
     @classmethod

@@ -93,6 +93,10 @@ class ClaimedReader:
     poll_seconds: float = 0.25
     rediscover_seconds: float = 10.0
     on_gap: Callable[[str], None] = lambda reason: None
+    # Told of a shard taken from a holder whose lease ran out (it died or stalled): what
+    # it did with its last batches beyond the checkpoint (work queued, not yet done) is
+    # unknown.
+    on_takeover: Callable[[str], None] = lambda shard_id: None
     clock: Callable[[], float] = time.time
     genesis: float | None = None
     # Changes handed to on_batch and checkpointed, for metrics and tests.
@@ -222,14 +226,20 @@ class ClaimedReader:
                     ":now": {"N": str(now_ms)},
                     ":until": {"N": str(now_ms + int(self.lease_seconds * 1000))},
                 },
-                ReturnValues="ALL_NEW",
+                # The lease as it was: its checkpoint (which this update leaves) and
+                # whether another holder had it still.
+                ReturnValues="ALL_OLD",
             )
         except ConditionFailed:
             return
-        checkpoint = answer.get("Attributes", {}).get("checkpoint", {}).get("S")
+        old = answer.get("Attributes", {})
+        checkpoint = old.get("checkpoint", {}).get("S")
+        previous = old.get("owner", {}).get("S")
         iterator = await self._iterator(shard_id, checkpoint)
         self._held[shard_id] = _Held(shard_id, iterator, checkpoint, self.clock())
         log.info("%s: claimed shard %s from %s", self.reader, shard_id, checkpoint or "its start")
+        if previous is not None and previous != self.owner:
+            self.on_takeover(shard_id)
 
     async def _read(self, held: _Held) -> int:
         if held.iterator is None:

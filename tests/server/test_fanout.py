@@ -1,8 +1,9 @@
-"""The fan-out across processes, live: several servers on one table with a broker. Each
-shard is read by one process only (GetRecords counted on every process's metrics); a write
-through any process reaches a subscription on every process; a broker restart ends every
-subscription with EVENTS_LOST, never silence; and when the reading process is killed,
-another takes the shard over and writes reach everyone again."""
+"""The fan-out across processes, live: several servers on one table with a broker, behind
+the shipped Varnish. Each shard is read by one process only (GetRecords counted on every
+process's metrics); a write through any process reaches a subscription and the kept
+answers of every process, and is purged from the proxy by the shard's reader alone; a
+broker restart ends every subscription with EVENTS_LOST, never silence; and when the
+reading process is killed, another takes the shard over and writes reach everyone again."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -21,7 +23,8 @@ import pytest
 
 from resolvers.auth import mint
 from server.dev.local_broker import LocalBroker
-from server.dev.local_engine import LocalEngine
+from server.dev.local_engine import LocalEngine, free_port
+from server.dev.local_proxy import LocalProxy
 from storage.engine.client import ClientSettings, open_client
 from storage.ops.create import create_table
 from testing.live_server import LiveServer, live_server
@@ -42,6 +45,7 @@ CREATE = """mutation($input: CreateCommentInput!) {
 AUTHOR = mint(SECRET, "ann", name="Ann")
 READS = "comments_stream_get_records_total"
 ANSWER_HITS = "comments_cache_lookups_total"
+PURGES = "comments_purges_total"
 STATS = "query($pid: ID!) { product(productId: $pid) { stats { total } } }"
 
 
@@ -58,11 +62,24 @@ def broker() -> Iterator[LocalBroker]:
         yield running
 
 
+@dataclass(frozen=True)
+class Fleet:
+    servers: list[LiveServer]
+    proxy: LocalProxy
+
+
 @pytest.fixture(scope="module")
-def servers(engine: LocalEngine, broker: LocalBroker) -> Iterator[list[LiveServer]]:
-    """Eight servers on one table, started side by side (each takes seconds to start)."""
+def fleet(engine: LocalEngine, broker: LocalBroker) -> Iterator[Fleet]:
+    """The servers on one table, started side by side (each takes seconds to start), and
+    the proxy in front of them all, which they purge (started before anything is written,
+    so that no purge waits out a backoff)."""
     table = asyncio.run(_streamed_table(engine.endpoint_url))
-    env = {"FANOUT_URL": broker.url, "FANOUT_LEASE_SECONDS": str(LEASE_SECONDS)}
+    purge_port = free_port()
+    env = {
+        "FANOUT_URL": broker.url,
+        "FANOUT_LEASE_SECONDS": str(LEASE_SECONDS),
+        "PURGE_URLS": f"http://127.0.0.1:{purge_port}/",
+    }
     with ExitStack() as stack, ThreadPoolExecutor(PROCESSES) as pool:
         managers = [
             live_server(engine.endpoint_url, table, SECRET, log=None, **env)
@@ -71,7 +88,15 @@ def servers(engine: LocalEngine, broker: LocalBroker) -> Iterator[list[LiveServe
         started = list(pool.map(lambda m: m.__enter__(), managers))
         for manager in managers:
             stack.push(manager.__exit__)
-        yield started
+        proxy = LocalProxy([s.port for s in started])
+        stack.callback(proxy.stop)
+        proxy.start(purge_port=purge_port)
+        yield Fleet(started, proxy)
+
+
+@pytest.fixture(scope="module")
+def servers(fleet: Fleet) -> list[LiveServer]:
+    return fleet.servers
 
 
 @pytest.fixture
@@ -188,6 +213,46 @@ async def test_answers_kept_by_every_process_follow_a_write_through_any_other(
         for server in servers:
             while await total(server) != 1:  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
+
+
+async def _purges(http: httpx.AsyncClient, server: LiveServer) -> float:
+    scraped = await http.get(f"{server.base_url}/metrics")
+    return sample(parse_scrape(scraped.text), PURGES, outcome="sent")
+
+
+async def test_a_write_through_one_process_is_purged_from_the_proxy_by_the_reader(
+    fleet: Fleet, http: httpx.AsyncClient
+) -> None:
+    """The proxy keeps a product's answer a day (s-maxage), served from its cache; a write
+    through a process that reads no shard reaches the proxy's next answers by a purge from
+    the one that does, and from no other."""
+    servers = fleet.servers
+    pid = f"fan-{uuid.uuid4().hex[:8]}"
+    url = f"{fleet.proxy.url}/graphql"
+    params = {"query": STATS, "variables": json.dumps({"pid": pid})}
+
+    async def through_proxy() -> tuple[int, str]:
+        response = await http.get(url, params=params)
+        assert response.status_code == 200, response.text
+        assert "s-maxage=86400" in response.headers["cache-control"]
+        assert "surrogate-key" not in response.headers  # the proxy's business only
+        value: int = response.json()["data"]["product"]["stats"]["total"]
+        return value, response.headers["x-cache"]
+
+    async with asyncio.timeout(30):
+        while await through_proxy() != (0, "HIT"):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    (holder,) = await _holders(http, servers)
+    writer = next(s for i, s in enumerate(servers) if i != holder)
+    before = [await _purges(http, s) for s in servers]
+    await _create(http, writer, pid, "through a process that reads no shard")
+    async with asyncio.timeout(30):
+        while (await through_proxy())[0] != 1:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    assert await through_proxy() == (1, "HIT")  # kept again, fresh
+    after = [await _purges(http, s) for s in servers]
+    purged_by = [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if a > b]
+    assert purged_by == [holder]
 
 
 async def _answer_hits(http: httpx.AsyncClient, server: LiveServer) -> float:

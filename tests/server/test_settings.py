@@ -291,6 +291,7 @@ GROUPS = {
     "Writes and moderation": (settings_groups.WriteSettings,),
     "Live updates": (settings_groups.LiveUpdateSettings,),
     "Webhooks": (settings_groups.WebhookSettings,),
+    "Purging shared caches": (settings_groups.PurgeSettings,),
     "Observability": (settings_groups.ObservabilitySettings,),
     "Development": (settings_groups.DevelopmentSettings, settings_groups.EngineSettings),
 }

@@ -41,9 +41,19 @@ async def test_a_stopped_holder_hands_its_shards_on_from_the_checkpoint(
     client: DynamoClient, streams: Any
 ) -> None:
     table, arn = await streamed_table(client)
-    first, second = Collect(), Collect()
+    first, second, third = Collect(), Collect(), Collect()
+    taken: dict[str, list[str]] = {"b": [], "c": []}
     a = ClaimedReader(table, streams, arn, "test", "a", first.on_batch, lease_seconds=1.5)
-    b = ClaimedReader(table, streams, arn, "test", "b", second.on_batch, lease_seconds=1.5)
+    b = ClaimedReader(
+        table,
+        streams,
+        arn,
+        "test",
+        "b",
+        second.on_batch,
+        lease_seconds=1.5,
+        on_takeover=taken["b"].append,
+    )
     a.genesis = b.genesis = 0.0
     # A claims every shard; B, looking at once, finds none free.
     await a.look()
@@ -75,8 +85,27 @@ async def test_a_stopped_holder_hands_its_shards_on_from_the_checkpoint(
     assert second.sequences.isdisjoint(first.sequences)
     # B gave its shards back when it stopped; A's late checkpoint now fails: A lost them.
     assert not b.held
+    held_by_a = a.held
     await a.step()
     assert not a.held
+    # B was told it took A's shards from a holder that had not let go; C, taking them
+    # from B, which gave them back, is told nothing.
+    assert sorted(taken["b"]) == sorted(held_by_a)
+    c = ClaimedReader(
+        table,
+        streams,
+        arn,
+        "test",
+        "c",
+        third.on_batch,
+        lease_seconds=1.5,
+        on_takeover=taken["c"].append,
+    )
+    c.genesis = 0.0
+    await c.look()
+    assert c.held == held_by_a
+    assert taken["c"] == []
+    await c.release()
 
 
 def test_erasure_events_only_on_the_move_to_done() -> None:

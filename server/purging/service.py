@@ -1,0 +1,85 @@
+"""Purging as part of a process: the purgers of the configured caches, started and stopped
+with its lifespan, and told what each batch of the stream changed.
+
+Once per change across processes: with a fan-out broker, only the claimed reader's
+holder of a shard tells them (server.fanout), after publishing the batch; without one,
+every process follows the stream itself and tells them (one process: once). A shard taken
+over from a process that died, a gap in the stream, and a follower's start (it reads from
+the stream's end) are "everything": purges may have been lost with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, suppress
+from typing import TYPE_CHECKING
+
+from server.http.answer_changes import tags_of_batch
+from server.purging.purger import Purger
+from server.purging.targets import VarnishTarget
+from storage.live.stream import Change
+
+if TYPE_CHECKING:
+    from server.settings import Settings
+
+log = logging.getLogger("comments.purge")
+
+# Seconds the purges waiting at shutdown may take to go out.
+FLUSH_SECONDS = 5.0
+
+
+class Purging:
+    """The purgers of every configured cache, told together."""
+
+    def __init__(self, purgers: Sequence[Purger]) -> None:
+        self.purgers = list(purgers)
+
+    def changed(self, changes: Sequence[Change]) -> None:
+        tags = tags_of_batch(changes)
+        for purger in self.purgers:
+            purger.changed(tags)
+
+    def lost(self, reason: str) -> None:
+        log.info("purge: everything, %s", reason)
+        for purger in self.purgers:
+            purger.lost()
+
+
+async def purged(
+    purging: Purging, batches: AsyncIterator[list[Change]]
+) -> AsyncIterator[list[Change]]:
+    """A follower's batches, each told to ``purging`` as it passes. The first (the follower
+    has taken its place, at the stream's end) purges everything: what changed before it
+    was read by no one."""
+    first = True
+    async for batch in batches:
+        if first:
+            purging.lost("this process starts following the stream")
+            first = False
+        purging.changed(batch)
+        yield batch
+
+
+async def start_purging(stack: AsyncExitStack, settings: Settings) -> Purging | None:
+    """The process's purging, running until the stack closes; None without PURGE_URLS."""
+    if not settings.purge_urls:
+        return None
+    tuning = settings.purge_tuning()
+    purgers = [Purger(VarnishTarget(url), tuning) for url in settings.purge_urls]
+    tasks = [asyncio.create_task(p.run()) for p in purgers]
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with suppress(asyncio.CancelledError):
+                await task
+        # Bounded: a cache that does not answer must not hold the shutdown up.
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(p.flush() for p in purgers)), FLUSH_SECONDS)
+
+    stack.push_async_callback(stop)
+    log.info("purge: %s", ", ".join(p.target.name for p in purgers))
+    return Purging(purgers)
