@@ -34,9 +34,9 @@ from tests.api_helpers import SECRET
 
 pytestmark = pytest.mark.engine
 
-# Eight in the long form (FANOUT_TEST_PROCESSES=8, docs/scale.md); four in CI, where each
-# server takes seconds of the two cores to start.
-PROCESSES = int(os.environ.get("FANOUT_TEST_PROCESSES", "4"))
+# Eight: four times the two readers a shard allows, the processes a shop scales out to
+# (FANOUT_TEST_PROCESSES may ask for more). They start side by side, in seconds each.
+PROCESSES = int(os.environ.get("FANOUT_TEST_PROCESSES", "8"))
 # Short, so that a killed reader's shard is taken over within seconds.
 LEASE_SECONDS = 2
 EVENTS = """subscription($pid: ID!) { commentEvents(productId: $pid) { kind commentId } }"""
