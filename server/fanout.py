@@ -32,6 +32,7 @@ from server.http.answer_changes import telling
 from server.http.answers import AnswerCache
 from server.observability import metrics
 from server.purging.service import Purging
+from server.tasks import cancel_and_wait
 from storage.base.errors import StorageError
 from storage.engine.table import TableRef
 from storage.live.claimed import ClaimedReader
@@ -189,11 +190,7 @@ async def start_fanout(
     ]
 
     async def stop() -> None:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         feed.interrupt("EVENTS_LOST", "The server is shutting down; subscribe again.")
 
     stack.push_async_callback(stop)

@@ -12,13 +12,12 @@ from __future__ import annotations
 import shutil
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 
-from server.dev.captured_log import CapturedLog
+from server.dev.launched import Launched
 from server.dev.local_engine import free_port
 from server.dev.loopback import listening_sockets
 from server.settings.development import EngineSettings
@@ -51,25 +50,19 @@ def _answers(port: int) -> bool:
         return False
 
 
-class LocalBroker(CapturedLog):
+class LocalBroker(Launched):
     """A redis-server process; a context manager, and ``stop`` is safe to call twice.
     ``kill`` then ``start`` restarts it on the same port (empty: pub/sub keeps nothing)."""
 
     def __init__(self, *, port: int | None = None) -> None:
         self.requested_port = port
         self.port: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
 
     @property
     def url(self) -> str:
         if self.port is None:
             raise BrokerError("the broker is not running")
         return f"redis://127.0.0.1:{self.port}/0"
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
 
     def start(self) -> LocalBroker:
         binary = find_redis()
@@ -99,21 +92,13 @@ class LocalBroker(CapturedLog):
             "--dir",
             tempfile.gettempdir(),
         ]
-        self._close_log()
-        self._log = tempfile.NamedTemporaryFile(prefix="redis-", suffix=".log")  # noqa: SIM115
-        self._process = subprocess.Popen(
-            args,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        process = self._spawn(args, "redis-")
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            if process.poll() is not None:
                 return False
             if _answers(port):
-                self._check_loopback(self._process.pid, port)
+                self._check_loopback(process.pid, port)
                 self.port = port
                 return True
             time.sleep(0.02)
@@ -134,27 +119,16 @@ class LocalBroker(CapturedLog):
         raise BrokerError(f"{problem}, so it was stopped")
 
     def stop(self) -> None:
-        process, self._process = self._process, None
         self.port = None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self._close_log()
+        self._end()
 
     def kill(self) -> None:
-        """Crash the broker (SIGKILL); ``start`` brings it back on the same port."""
-        process, self._process = self._process, None
+        """Crash the broker (SIGKILL); ``start`` brings it back on the same port (empty:
+        pub/sub keeps nothing)."""
         if self.port is not None:
             self.requested_port = self.port
         self.port = None
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
-        self._close_log()
+        self._end(signal.SIGKILL, timeout=None)
 
     def __enter__(self) -> LocalBroker:
         return self.start()

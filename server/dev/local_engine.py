@@ -20,15 +20,13 @@ import logging
 import shutil
 import signal
 import socket
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 
 from pydantic import ValidationError
 
-from server.dev.captured_log import CapturedLog
+from server.dev.launched import Launched
 from server.dev.loopback import listening_sockets
 from server.environment import inherited, preloaded
 from server.settings.development import EngineSettings
@@ -136,7 +134,7 @@ def _answers(port: int) -> bool:
         return False
 
 
-class LocalEngine(CapturedLog):
+class LocalEngine(Launched):
     """A DynamoDB Local process; a context manager, and ``stop`` is safe to call twice."""
 
     def __init__(self, *, data_dir: Path | None = None, port: int | None = None) -> None:
@@ -144,18 +142,12 @@ class LocalEngine(CapturedLog):
         self.data_dir = None if data_dir is None else data_dir.resolve()
         self.requested_port = port
         self.port: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
 
     @property
     def endpoint_url(self) -> str:
         if self.port is None:
             raise EngineError("the engine is not running")
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
 
     def start(self) -> LocalEngine:
         settings = _settings()  # the environment read once per start
@@ -199,25 +191,14 @@ class LocalEngine(CapturedLog):
         else:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             args += ["-dbPath", str(self.data_dir)]
-        self._close_log()
-        # The log lives as long as the engine, so no with-block; stop() closes it.
-        self._log = tempfile.NamedTemporaryFile(prefix="dynamodb-local-", suffix=".log")  # noqa: SIM115
-        self._process = subprocess.Popen(
-            args,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=jar.parent,
-            env=inherited(guard),
-            start_new_session=True,
-        )
+        process = self._spawn(args, "dynamodb-local-", cwd=jar.parent, env=inherited(guard))
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            if process.poll() is not None:
                 return False
             if _answers(port):
                 if guard:
-                    self._check_loopback(self._process.pid, port)
+                    self._check_loopback(process.pid, port)
                 self.port = port
                 return True
             time.sleep(0.05)
@@ -249,29 +230,17 @@ class LocalEngine(CapturedLog):
         )
 
     def stop(self) -> None:
-        process, self._process = self._process, None
         self.port = None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self._close_log()
+        self._end()
 
     def kill(self, sig: signal.Signals = signal.SIGKILL) -> None:
         """Crash the engine (SIGKILL: no shutdown; or another signal, e.g. SIGTERM, waited
         for); ``start`` brings it back on the same port, with the same data when it has a
         data directory."""
-        process, self._process = self._process, None
         if self.port is not None:
             self.requested_port = self.port
         self.port = None
-        if process is not None and process.poll() is None:
-            process.send_signal(sig)
-            process.wait()
-        self._close_log()
+        self._end(sig, timeout=None)
 
     def __enter__(self) -> LocalEngine:
         return self.start()

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 
-from server.dev.captured_log import CapturedLog
+from server.dev.launched import Launched
 from server.dev.local_engine import free_port
 from server.settings.development import EngineSettings
 
@@ -69,7 +67,7 @@ def configuration(backends: list[int], host: str = "127.0.0.1") -> str:
     return _BACKENDS.sub(lambda _: written, shipped, count=1)
 
 
-class LocalProxy(CapturedLog):
+class LocalProxy(Launched):
     """A varnishd in front of ``backends`` (ports on loopback); a context manager."""
 
     def __init__(self, backends: list[int], *, memory: str = "64m") -> None:
@@ -77,7 +75,6 @@ class LocalProxy(CapturedLog):
         self.memory = memory
         self.port: int | None = None
         self.purge_port: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
 
     @property
@@ -91,10 +88,6 @@ class LocalProxy(CapturedLog):
         if self.purge_port is None:
             raise ProxyError("the proxy is not running")
         return f"http://127.0.0.1:{self.purge_port}/"
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
 
     def start(self, *, port: int | None = None, purge_port: int | None = None) -> LocalProxy:
         binary = find_varnishd()
@@ -132,37 +125,21 @@ class LocalProxy(CapturedLog):
             "-T",
             "none",
         ]
-        self._close_log()
-        self._log = tempfile.NamedTemporaryFile(prefix="varnish-", suffix=".log")  # noqa: SIM115
-        self._process = subprocess.Popen(
-            args,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        process = self._spawn(args, "varnish-")
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            if process.poll() is not None:
                 return False
-            if b"Child launched OK" in Path(self._log.name).read_bytes():
+            if "Child launched OK" in self._tail():
                 self.port, self.purge_port = port, purge_port
                 return True
             time.sleep(0.05)
         raise ProxyError(f"varnishd did not start within {START_TIMEOUT:.0f} s:\n{self._tail()}")
 
     def stop(self) -> None:
-        process, self._process = self._process, None
         self.port = self.purge_port = None
-        if process is not None and process.poll() is None:
-            # The manager stops its child (the cache) on SIGTERM, and then itself.
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self._close_log()
+        # The manager stops its child (the cache) on SIGTERM, and then itself.
+        self._end(timeout=15)
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None

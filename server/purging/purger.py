@@ -141,10 +141,7 @@ class Purger:
         if not batch:
             return True
         try:
-            if batch.everything:
-                await self.target.purge_everything(client)
-            else:
-                await self.target.purge(client, batch.tags)
+            await self._send(client, batch)
         except PurgeFailed as exc:
             self._failed(batch, exc)
             await asyncio.sleep(self._backoff())
@@ -169,10 +166,7 @@ class Purger:
             if not first:
                 return True
             try:
-                if first.everything:
-                    await self.target.purge_everything(client)
-                else:
-                    await self.target.purge(client, first.tags)
+                await self._send(client, first)
             except PurgeFailed as exc:
                 log.warning(
                     "purge: %s unsent at shutdown (%s); that cache may serve answers "
@@ -182,6 +176,12 @@ class Purger:
                 )
                 return False
             return True
+
+    async def _send(self, client: httpx.AsyncClient, batch: _Batch) -> None:
+        if batch.everything:
+            await self.target.purge_everything(client)
+        else:
+            await self.target.purge(client, batch.tags)
 
     def _failed(self, batch: _Batch, exc: PurgeFailed) -> None:
         self.failures += 1

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from server.http.answer_changes import tags_of_batch
 from server.purging.purger import Purger
 from server.purging.targets import VarnishTarget
+from server.tasks import cancel_and_wait
 from storage.live.stream import Change
 
 if TYPE_CHECKING:
@@ -71,11 +72,7 @@ async def start_purging(stack: AsyncExitStack, settings: Settings) -> Purging | 
     tasks = [asyncio.create_task(p.run()) for p in purgers]
 
     async def stop() -> None:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         # Bounded: a cache that does not answer must not hold the shutdown up.
         with suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(p.flush() for p in purgers)), FLUSH_SECONDS)

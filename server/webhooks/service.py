@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from resolvers.webhook_rules import WebhookRules
 from server.observability import metrics
+from server.tasks import cancel_and_wait
 from server.webhooks.delivery import Deliverer
 from server.webhooks.outbox import Outbox
 from server.webhooks.transport import Lookups, Refused, Sender, resolve_checked
@@ -82,11 +83,7 @@ async def start_webhooks(
     ]
 
     async def stop() -> None:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
 
     stack.push_async_callback(stop)
     log.info("webhooks: worker %s started", owner)
