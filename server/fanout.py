@@ -105,9 +105,13 @@ async def start_fanout(
         if purging is not None:
             purging.lost(reason)
 
-    def taken_over(shard_id: str) -> None:
+    def claimed(shard_id: str, taken_over: bool) -> None:
+        # Everything, at every claim: a holder that died may have left purges unsent, and
+        # one that let go cleanly may not have purged at all (a rolling deploy that turns
+        # PURGE_URLS on), while processes with it were answering with a long s-maxage.
         if purging is not None:
-            purging.lost(f"shard {shard_id} taken over from a holder that stopped")
+            how = "taken over from a holder that stopped" if taken_over else "claimed"
+            purging.lost(f"shard {shard_id} {how}")
 
     def lost(reason: str) -> None:
         log.warning("live updates: %s", reason)
@@ -131,7 +135,7 @@ async def start_fanout(
             lease_seconds=settings.fanout_lease_seconds,
             poll_seconds=settings.stream_poll_seconds,
             on_gap=reader_gap,
-            on_takeover=taken_over,
+            on_claim=claimed,
         )
         await reader.run()
 

@@ -93,10 +93,10 @@ class ClaimedReader:
     poll_seconds: float = 0.25
     rediscover_seconds: float = 10.0
     on_gap: Callable[[str], None] = lambda reason: None
-    # Told of a shard taken from a holder whose lease ran out (it died or stalled): what
-    # it did with its last batches beyond the checkpoint (work queued, not yet done) is
-    # unknown.
-    on_takeover: Callable[[str], None] = lambda shard_id: None
+    # Told of each shard claimed, and whether it was taken from a holder whose lease ran
+    # out (it died or stalled: what it did with its last batches beyond the checkpoint,
+    # work queued and not yet done, is unknown) rather than a free one.
+    on_claim: Callable[[str, bool], None] = lambda shard_id, taken_over: None
     clock: Callable[[], float] = time.time
     genesis: float | None = None
     # Changes handed to on_batch and checkpointed, for metrics and tests.
@@ -238,8 +238,7 @@ class ClaimedReader:
         iterator = await self._iterator(shard_id, checkpoint)
         self._held[shard_id] = _Held(shard_id, iterator, checkpoint, self.clock())
         log.info("%s: claimed shard %s from %s", self.reader, shard_id, checkpoint or "its start")
-        if previous is not None and previous != self.owner:
-            self.on_takeover(shard_id)
+        self.on_claim(shard_id, previous is not None and previous != self.owner)
 
     async def _read(self, held: _Held) -> int:
         if held.iterator is None:

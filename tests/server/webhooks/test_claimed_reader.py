@@ -42,7 +42,7 @@ async def test_a_stopped_holder_hands_its_shards_on_from_the_checkpoint(
 ) -> None:
     table, arn = await streamed_table(client)
     first, second, third = Collect(), Collect(), Collect()
-    taken: dict[str, list[str]] = {"b": [], "c": []}
+    taken: dict[str, list[tuple[str, bool]]] = {"b": [], "c": []}
     a = ClaimedReader(table, streams, arn, "test", "a", first.on_batch, lease_seconds=1.5)
     b = ClaimedReader(
         table,
@@ -52,7 +52,7 @@ async def test_a_stopped_holder_hands_its_shards_on_from_the_checkpoint(
         "b",
         second.on_batch,
         lease_seconds=1.5,
-        on_takeover=taken["b"].append,
+        on_claim=lambda shard, over: taken["b"].append((shard, over)),
     )
     a.genesis = b.genesis = 0.0
     # A claims every shard; B, looking at once, finds none free.
@@ -89,8 +89,8 @@ async def test_a_stopped_holder_hands_its_shards_on_from_the_checkpoint(
     await a.step()
     assert not a.held
     # B was told it took A's shards from a holder that had not let go; C, taking them
-    # from B, which gave them back, is told nothing.
-    assert sorted(taken["b"]) == sorted(held_by_a)
+    # from B, which gave them back, is told they were free.
+    assert sorted(taken["b"]) == sorted((shard, True) for shard in held_by_a)
     c = ClaimedReader(
         table,
         streams,
@@ -99,12 +99,12 @@ async def test_a_stopped_holder_hands_its_shards_on_from_the_checkpoint(
         "c",
         third.on_batch,
         lease_seconds=1.5,
-        on_takeover=taken["c"].append,
+        on_claim=lambda shard, over: taken["c"].append((shard, over)),
     )
     c.genesis = 0.0
     await c.look()
     assert c.held == held_by_a
-    assert taken["c"] == []
+    assert sorted(taken["c"]) == sorted((shard, False) for shard in held_by_a)
     await c.release()
 
 
