@@ -1,5 +1,6 @@
 """Secrets kept in files (``JWT_SECRET_FILE``, ``JWT_PREVIOUS_SECRET_FILE``,
-``AUTHOR_ID_KEY_FILE``), read as they are, once, at start. In development the JWT secret's
+``AUTHOR_ID_KEY_FILE``, and the CDNs' API tokens: ``FASTLY_API_TOKEN_FILE``,
+``CLOUDFLARE_API_TOKEN_FILE``), read as they are, once, at start. In development the JWT secret's
 file is made the first time it is missing: a random secret readable by its owner only.
 
 That is how ``docker compose up`` gets a secret of its own for each data volume instead of
@@ -26,13 +27,20 @@ def dev_secret_path(data_dir: Path) -> Path:
     return data_dir / DEV_SECRET_NAME
 
 
-def secret_from_file(path: Path, *, create: bool = True, name: str = "JWT_SECRET_FILE") -> str:
+def secret_from_file(
+    path: Path,
+    *,
+    create: bool = True,
+    name: str = "JWT_SECRET_FILE",
+    min_bytes: int = SECRET_MIN_BYTES,
+) -> str:
     """The secret in ``path`` (surrounding whitespace aside); when the file does not exist
     and ``create``, a new random secret written there first (mode 0600, never over a file
     that another process made meanwhile). ``ValueError`` naming the setting ``name`` when it
-    cannot be read or made, or is short."""
+    cannot be read or made, or is shorter than ``min_bytes`` (a key this project uses
+    needs 32; a token another service issued is as long as that service makes it)."""
     try:
-        return _read(path, name)
+        return _read(path, name, min_bytes)
     except FileNotFoundError:
         if not create:
             raise ValueError(f"{name}: {path} does not exist") from None
@@ -55,10 +63,10 @@ def secret_from_file(path: Path, *, create: bool = True, name: str = "JWT_SECRET
         raise ValueError(f"{name}: cannot create {path}: {exc.strerror}") from exc
     finally:
         os.unlink(temp)
-    return _read(path, name)
+    return _read(path, name, min_bytes)
 
 
-def _read(path: Path, name: str) -> str:
+def _read(path: Path, name: str, min_bytes: int) -> str:
     try:
         secret = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
@@ -66,6 +74,8 @@ def _read(path: Path, name: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise ValueError(f"{name}: cannot read {path}: {reason}") from exc
-    if len(secret.encode()) < SECRET_MIN_BYTES:
-        raise ValueError(f"{name}: {path} holds less than {SECRET_MIN_BYTES} bytes")
+    if not secret:
+        raise ValueError(f"{name}: {path} is empty")
+    if len(secret.encode()) < min_bytes:
+        raise ValueError(f"{name}: {path} holds less than {min_bytes} bytes")
     return secret

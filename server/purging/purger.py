@@ -14,7 +14,9 @@ s-maxage. The repeat bounds that to ``repeat_seconds``.
 Bounded: at most ``max_tags`` tags wait, to be sent or repeated; past that they become
 "everything", which is one request and drops more, never less. A purge that fails is
 kept and tried again with backoff (full jitter), so a cache that is down is purged of
-everything that changed meanwhile once it answers; what it serves meanwhile is its own.
+everything that changed meanwhile once it answers; what it serves meanwhile is its own. A
+CDN that refuses for its rate limit and says when to come back (``Retry-After``) is left
+alone that long at least (within ``retry_after_max_seconds``): sooner would be refused too.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class PurgeTuning:
     timeout_seconds: float = 5.0
     retry_base_seconds: float = 0.2
     retry_max_seconds: float = 10.0
+    retry_after_max_seconds: float = 60.0
     max_tags: int = 10_000
 
 
@@ -144,7 +147,7 @@ class Purger:
             await self._send(client, batch)
         except PurgeFailed as exc:
             self._failed(batch, exc)
-            await asyncio.sleep(self._backoff())
+            await asyncio.sleep(self._backoff(exc.retry_after))
             return False
         if self.failures:
             log.warning(
@@ -193,12 +196,18 @@ class Purger:
         self._waiting = batch
         self._gauge()
 
-    def _backoff(self) -> float:
+    def _backoff(self, asked: float | None = None) -> float:
+        """Seconds to wait before the next attempt: full jitter under the doubling ceiling,
+        and at least what the cache ``asked`` (bounded: a Retry-After of a day is a fault,
+        and the purges would wait all that time)."""
         ceiling = min(
             self.tuning.retry_max_seconds,
             self.tuning.retry_base_seconds * 2 ** min(self.failures - 1, 30),
         )
-        return random.uniform(0, ceiling)
+        wait = random.uniform(0, ceiling)
+        if asked is None:
+            return wait
+        return max(wait, min(asked, self.tuning.retry_after_max_seconds))
 
     def _repeat(self, batch: _Batch, due: float) -> None:
         if self._repeats and due - self._repeats[-1][0] <= REPEAT_BUCKET_SECONDS:

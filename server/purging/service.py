@@ -17,7 +17,8 @@ from contextlib import AsyncExitStack, suppress
 from typing import TYPE_CHECKING
 
 from server.http.answer_changes import tags_of_batch
-from server.purging.purger import Purger
+from server.purging.cdn import CloudflareTarget, FastlyTarget, cdn_entry
+from server.purging.purger import Purger, Target
 from server.purging.targets import VarnishTarget
 from server.tasks import cancel_and_wait
 from storage.live.stream import Change
@@ -63,12 +64,33 @@ async def purged(
         yield batch
 
 
+def target(url: str, settings: Settings) -> Target:
+    """Where the purges of one entry of ``PURGE_URLS`` go (the settings have checked that
+    each CDN named has its token)."""
+    match cdn_entry(url):
+        case ("fastly", service_id):
+            assert settings.fastly_api_token is not None
+            return FastlyTarget(
+                service_id,
+                settings.fastly_api_token,
+                settings.fastly_api_url,
+                soft=settings.fastly_soft_purge,
+            )
+        case ("cloudflare", zone_id):
+            assert settings.cloudflare_api_token is not None
+            return CloudflareTarget(
+                zone_id, settings.cloudflare_api_token, settings.cloudflare_api_url
+            )
+        case _:
+            return VarnishTarget(url)
+
+
 async def start_purging(stack: AsyncExitStack, settings: Settings) -> Purging | None:
     """The process's purging, running until the stack closes; None without PURGE_URLS."""
     if not settings.purge_urls:
         return None
     tuning = settings.purge_tuning()
-    purgers = [Purger(VarnishTarget(url), tuning) for url in settings.purge_urls]
+    purgers = [Purger(target(url, settings), tuning) for url in settings.purge_urls]
     tasks = [asyncio.create_task(p.run()) for p in purgers]
 
     async def stop() -> None:

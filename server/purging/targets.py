@@ -20,7 +20,12 @@ MAX_HEADER_BYTES = 4096
 
 
 class PurgeFailed(Exception):
-    """The cache did not confirm a purge (no answer, or not 200)."""
+    """The cache did not confirm a purge (no answer, or not 200). ``retry_after``: the
+    seconds it asked to be left alone for (a rate limit's ``Retry-After``), when it said."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def chunks(tags: Sequence[str], max_bytes: int = MAX_HEADER_BYTES) -> Iterator[list[str]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Self
 
-import httpx
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode
 
@@ -23,12 +22,10 @@ from resolvers.claims import ClaimMap, ClaimPath
 from resolvers.keys import DEFAULT_ALGORITHMS, KEY_TYPES
 from server.jwks import FetchLimits
 from server.secret_file import SECRET_MIN_BYTES, secret_from_file
-from server.settings.common import FROM_ENVIRONMENT, split_commas
+from server.settings.common import FROM_ENVIRONMENT, https_url, split_commas
 
 _CLAIMS = ClaimMap()
 _FETCH = FetchLimits()
-# Hosts of a JWT_JWKS_URL that may be fetched over plain http (as httpx.URL names them).
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 # The settings that are secrets: each may be kept in a file instead (its NAME_FILE).
 SECRETS = ("jwt_secret", "jwt_previous_secret", "author_id_key")
 
@@ -110,21 +107,8 @@ class TokenSettings(BaseSettings):
     @field_validator("jwt_jwks_url")
     @classmethod
     def _jwks_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        # Keys fetched in the clear could be swapped on the way: HTTPS, but for loopback. The
-        # host is the one the URL parser finds (``http://127.0.0.1:80@evil.example/`` is
-        # evil.example's), and a URL with a user or password is refused whole (it would
-        # hide the host from anyone reading it, and put a secret in the logs).
-        try:
-            url = httpx.URL(value)
-        except httpx.InvalidURL as exc:
-            raise ValueError("JWT_JWKS_URL is not a URL") from exc
-        if url.userinfo:
-            raise ValueError("JWT_JWKS_URL must not carry a user or password")
-        if url.scheme != "https" and not (url.scheme == "http" and url.host in _LOOPBACK_NAMES):
-            raise ValueError("JWT_JWKS_URL must be an https:// URL (http:// only on loopback)")
-        return value
+        # Keys fetched in the clear could be swapped on the way: HTTPS, but for loopback.
+        return None if value is None else https_url("JWT_JWKS_URL", value)
 
     @property
     def claim_map(self) -> ClaimMap:
