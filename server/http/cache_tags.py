@@ -9,8 +9,9 @@ strain proxies). An answer that read more than that carries the one coarse tag `
 instead, which every change purges: never a partial list, which would leave it stale.
 Tags are ASCII without spaces or commas (the id rules), 130 characters at most, under
 every vendor's limit on one tag but Cloudflare's 120 (the purge of so long a tag there is
-a purge of everything, server.purging.cdn). Cloudflare and CloudFront compare tags without regard to
-case: ``p:Ab`` and ``p:ab`` purge each other there, which only drops more.
+a purge of everything, server.purging.cdn). Cloudflare and CloudFront compare tags
+without regard to case: ``p:Ab`` and ``p:ab`` purge each other there, which only drops
+more.
 """
 
 from __future__ import annotations
