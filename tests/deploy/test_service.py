@@ -202,7 +202,7 @@ TOKEN_REFERENCE = "{{resolve:secretsmanager:${BrokerAuthToken}:SecretString}}"
 
 def _fanout_url(template: dict[str, Any], *, token: str, host: str) -> str:
     """FANOUT_URL as a task gets it: the stack's secret, its references filled in."""
-    secret = template["Resources"]["FanoutUrl"]["Properties"]["SecretString"]["Fn::Sub"]
+    secret: str = template["Resources"]["FanoutUrl"]["Properties"]["SecretString"]["Fn::Sub"]
     return (
         secret.replace(TOKEN_REFERENCE, token)
         .replace("${Broker.PrimaryEndPoint.Address}", host)
