@@ -239,6 +239,11 @@ def test_the_tasks_reach_the_broker_over_tls_with_its_token(template: dict[str, 
     assert url == f"rediss://:{'t' * 64}@master.x.cache.amazonaws.com:6379/0"
     api = _container(template, "TaskDefinition")
     assert {"Name": "FANOUT_URL", "ValueFrom": {"Ref": "FanoutUrl"}} in api["Secrets"]
+    # A broker made again changes the secret's value, not its ARN: the broker's address is
+    # in the task definition too, so that its change rolls the tasks onto the new one.
+    address = "${Broker.PrimaryEndPoint.Address}:${Broker.PrimaryEndPoint.Port}"
+    assert api["DockerLabels"]["comments.fanout-broker"] == {"Fn::Sub": address}
+    assert address in template["Resources"]["FanoutUrl"]["Properties"]["SecretString"]["Fn::Sub"]
     # The migration task fans nothing out.
     assert "FANOUT_URL" not in _variables(_container(template, "MigrationTaskDefinition"))
 
