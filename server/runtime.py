@@ -171,6 +171,9 @@ def lifespan(
                 if metrics is not None:
                     _watch_memory(metrics, runtime.table.memory(PlanMemory))
                     observing.enter_context(metrics.active())
+                    if runtime.feed is not None and runtime.settings.fanout_url is not None:
+                        # Its changes come from the broker (server.fanout), not its own reader.
+                        metrics.fanout_processes.set(1)
                     if settings.metrics_mode == "port" and prepared is None:
                         host, port = settings.metrics_host, settings.metrics_port
                         observing.enter_context(listener(metrics.scraped, host, port))

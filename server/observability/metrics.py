@@ -42,6 +42,9 @@ application's metrics, and do nothing when metrics are off:
   counting calls storage made again and throttling (``comments_storage_retries_total``,
   ``comments_storage_throttles_total``).
 
+Whether a process takes its changes from the fan-out broker (``comments_fanout_processes``,
+summed over live processes) is set once by its lifespan (``server.runtime``), which knows.
+
 Every process also exports its version (``comments_build_info``), its CPU time and memory
 by pid (``server.observability.processes``), and the workers' restarts that the parent of
 workers counts (``comments_worker_restarts_total``, 0 in a single process).
@@ -331,6 +334,16 @@ class Metrics:
             ["target"],
             registry=registry,
             multiprocess_mode="livemax",
+        )
+        # 1 in a process that takes its changes from the broker, 0 in one that follows the
+        # stream itself: what tells the fan-out's alerts which hosts use it, and a rolling
+        # deploy that turns FANOUT_URL on how far it has gone.
+        self.fanout_processes = Gauge(
+            "comments_fanout_processes",
+            "Processes that take the table's changes from the fan-out broker (FANOUT_URL), "
+            "summed over live processes",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.webhook_deliveries = Counter(
             "comments_webhook_deliveries",

@@ -1,5 +1,6 @@
-"""Local development: `docker compose up` starts the API once DynamoDB Local is healthy and
-lets a local frontend call it; the server prints a URL a person can open, also when it
+"""Local development: `docker compose up` starts the API once DynamoDB Local and Redis (the
+fan-out broker) are healthy and lets a local frontend call it; every variable the API is
+given is a setting the code reads; the server prints a URL a person can open, also when it
 listens on every interface."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -35,10 +37,54 @@ def test_the_engine_has_a_healthcheck_that_asks_it_something() -> None:
     assert check["retries"] >= 3
 
 
-def test_the_api_waits_for_a_healthy_engine() -> None:
+def test_the_api_waits_for_a_healthy_engine_and_broker() -> None:
     api = compose()["services"]["api"]
-    assert api["depends_on"] == {"dynamodb": {"condition": "service_healthy"}}
+    assert api["depends_on"] == {
+        "dynamodb": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
+    }
     assert "/healthz" in " ".join(api["healthcheck"]["test"])
+
+
+def _api_settings() -> Settings:
+    """The settings the api service's environment makes (CORS_ORIGINS at its default)."""
+    environment = dict(compose()["services"]["api"]["environment"])
+    cors = environment["CORS_ORIGINS"]
+    environment["CORS_ORIGINS"] = cors.removeprefix("${CORS_ORIGINS:-").removesuffix("}")
+    # The secret's file is made on the volume at the first start: a secret stands for it.
+    environment.pop("JWT_SECRET_FILE")
+    environment["JWT_SECRET"] = SECRET
+    return Settings.model_validate({k.lower(): v for k, v in environment.items()})
+
+
+def test_every_variable_of_the_api_is_a_setting_the_code_reads() -> None:
+    # A misspelt variable would be ignored (the settings ignore unknown ones) and its
+    # default used instead, silently.
+    named = set(compose()["services"]["api"]["environment"])
+    assert named - {name.upper() for name in Settings.model_fields} == set()
+    assert not _api_settings().production
+
+
+def test_the_api_takes_the_tables_changes_through_the_compose_broker() -> None:
+    services = compose()["services"]
+    url = _api_settings().fanout_url
+    assert url is not None
+    parts = urlsplit(url)
+    # The broker's service by name, on the compose network, at Redis's port.
+    assert (parts.scheme, parts.hostname, parts.port) == ("redis", "redis", 6379)
+    broker = services["redis"]
+    assert broker["image"].startswith("redis:")
+    # Pub/sub keeps nothing: no snapshots, no append-only file, no volume; and nothing
+    # outside the compose network reaches it.
+    command = broker["command"]
+    assert command[0] == "redis-server"
+    assert command[command.index("--save") + 1] == ""
+    assert command[command.index("--appendonly") + 1] == "no"
+    assert "volumes" not in broker
+    assert "ports" not in broker
+    check = broker["healthcheck"]
+    assert "redis-cli ping" in " ".join(check["test"])
+    assert check["retries"] >= 3
 
 
 def test_docker_waits_for_the_api_to_drain_before_it_kills_it() -> None:

@@ -21,6 +21,7 @@ from resolvers.auth import mint
 from server.dev.local_engine import LocalEngine
 from storage.engine.table import TableRef
 from testing.live_server import live_server
+from testing.scrape import parse_scrape
 from tests.api_helpers import SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +125,12 @@ def test_the_rules_the_dashboard_and_the_manual_name_only_exported_metrics(scrap
     for query in rules + dashboard + manual:
         named = METRIC_NAME.search(query) or RECORDED_NAME.search(query)
         assert named or SCRAPE_HEALTH.search(query), query
+
+
+def test_a_process_without_a_broker_says_it_takes_no_change_from_one(scrape: str) -> None:
+    # The fan-out alerts select the hosts whose processes use the broker by this gauge:
+    # exported at 0 by a process that follows the stream itself (FANOUT_URL unset).
+    assert parse_scrape(scrape)[("comments_fanout_processes", frozenset())] == 0
 
 
 def test_the_check_finds_a_renamed_metric_or_a_wrong_suffix(scrape: str) -> None:

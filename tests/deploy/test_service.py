@@ -1,9 +1,12 @@
 """deploy/service.yaml, the reference service stack: its tasks' environment is made of the
 settings the code reads and holds what production needs; its roles are deploy/iam's; its
-health checks ask the right endpoint for the right question; its drain fits the settings."""
+health checks ask the right endpoint for the right question; its drain fits the settings;
+its fan-out broker is reached over TLS with a token, by the tasks alone, through a
+FANOUT_URL the settings take, and its alarms watch each of its nodes."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -29,6 +32,7 @@ PRODUCTION_NEEDS = {
     "HOST",
     "PORT",
     "FORWARDED_ALLOW_IPS",
+    "FANOUT_URL",
 }
 TABLE_ARN = "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${TableName}"
 
@@ -79,7 +83,7 @@ def test_the_serving_task_has_what_production_needs(template: dict[str, Any]) ->
     assert environment["PRODUCTION"] == "true"
     # The secrets come from Secrets Manager, never as plain values in the task definition.
     secrets = {s["Name"] for s in _secrets(api)}
-    assert secrets == {"JWT_SECRET", "AUTHOR_ID_KEY", "JWT_PREVIOUS_SECRET"}
+    assert secrets == {"JWT_SECRET", "AUTHOR_ID_KEY", "JWT_PREVIOUS_SECRET", "FANOUT_URL"}
     assert not secrets & set(environment)
     # The values the settings would refuse are refused here too: the environment as a
     # production task gets it (parameters and secrets filled in) makes valid settings.
@@ -99,10 +103,13 @@ def test_the_serving_task_has_what_production_needs(template: dict[str, Any]) ->
         JWT_SECRET="s" * 40,
         AUTHOR_ID_KEY="k" * 40,
         JWT_PREVIOUS_SECRET="p" * 40,
+        FANOUT_URL=_fanout_url(template, token="t" * 64, host="master.x.cache.amazonaws.com"),
     )
     settings = Settings.model_validate({name.lower(): value for name, value in filled.items()})
     assert settings.production
     assert not settings.creates_table
+    assert settings.fanout_url is not None
+    assert settings.fanout_url.startswith("rediss://")
     # Deliveries from production tasks never reach loopback or plain http.
     assert settings.webhook_policy.allow_loopback is False
     assert settings.webhook_policy.allow_http is False
@@ -179,3 +186,173 @@ def test_the_serving_task_runs_with_the_runtime_role_and_the_migration_with_oper
     command = _container(template, "MigrationTaskDefinition")["Command"]
     assert command[-1] == "migrate-table"
     assert re.fullmatch(r"(\.venv/bin/)?comments", command[0])
+
+
+# The fan-out broker.
+
+BROKER_METRICS = {
+    "EngineCPUUtilization",
+    "DatabaseMemoryUsagePercentage",
+    "CurrConnections",
+    "ReplicationLag",
+}
+NO_VALUE = {"Ref": "AWS::NoValue"}
+TOKEN_REFERENCE = "{{resolve:secretsmanager:${BrokerAuthToken}:SecretString}}"
+
+
+def _fanout_url(template: dict[str, Any], *, token: str, host: str) -> str:
+    """FANOUT_URL as a task gets it: the stack's secret, its references filled in."""
+    secret: str = template["Resources"]["FanoutUrl"]["Properties"]["SecretString"]["Fn::Sub"]
+    return (
+        secret.replace(TOKEN_REFERENCE, token)
+        .replace("${Broker.PrimaryEndPoint.Address}", host)
+        .replace("${Broker.PrimaryEndPoint.Port}", "6379")
+    )
+
+
+def resolved(value: Any, conditions: dict[str, bool]) -> Any:
+    """A part of the template as CloudFormation makes it under ``conditions``: each
+    ``Fn::If`` replaced by its branch, ``AWS::NoValue`` left out."""
+    if isinstance(value, dict):
+        if "Fn::If" in value:
+            name, yes, no = value["Fn::If"]
+            return resolved(yes if conditions[name] else no, conditions)
+        made = {k: resolved(v, conditions) for k, v in value.items()}
+        return {k: v for k, v in made.items() if v != NO_VALUE}
+    if isinstance(value, list):
+        return [v for v in (resolved(v, conditions) for v in value) if v != NO_VALUE]
+    return value
+
+
+def test_the_tasks_reach_the_broker_over_tls_with_its_token(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    broker = resources["Broker"]["Properties"]
+    assert broker["TransitEncryptionEnabled"] is True
+    assert broker["AtRestEncryptionEnabled"] is True
+    assert broker["AuthToken"] == {"Fn::Sub": TOKEN_REFERENCE}
+    # The token is made by Secrets Manager, and goes into a URL as it is.
+    generated = resources["BrokerAuthToken"]["Properties"]["GenerateSecretString"]
+    assert generated["ExcludePunctuation"] is True
+    assert 16 <= generated["PasswordLength"] <= 128  # what ElastiCache takes
+    # The URL is the primary's, over TLS, with that token, and a secret of its own.
+    url = _fanout_url(template, token="t" * 64, host="master.x.cache.amazonaws.com")
+    assert url == f"rediss://:{'t' * 64}@master.x.cache.amazonaws.com:6379/0"
+    api = _container(template, "TaskDefinition")
+    assert {"Name": "FANOUT_URL", "ValueFrom": {"Ref": "FanoutUrl"}} in api["Secrets"]
+    # A broker made again changes the secret's value, not its ARN: the broker's address is
+    # in the task definition too, so that its change rolls the tasks onto the new one.
+    address = "${Broker.PrimaryEndPoint.Address}:${Broker.PrimaryEndPoint.Port}"
+    assert api["DockerLabels"]["comments.fanout-broker"] == {"Fn::Sub": address}
+    assert address in template["Resources"]["FanoutUrl"]["Properties"]["SecretString"]["Fn::Sub"]
+    # The migration task fans nothing out.
+    assert "FANOUT_URL" not in _variables(_container(template, "MigrationTaskDefinition"))
+
+
+def test_the_execution_role_reads_every_secret_a_task_takes(template: dict[str, Any]) -> None:
+    (policy,) = template["Resources"]["ExecutionRole"]["Properties"]["Policies"]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "secretsmanager:GetSecretValue"
+    for rotating in (True, False):
+        readable = resolved(statement["Resource"], {"Rotating": rotating})
+        api = resolved(_container(template, "TaskDefinition"), {"Rotating": rotating})
+        taken = [s["ValueFrom"] for s in api["Secrets"]]
+        assert sorted(map(str, taken)) == sorted(map(str, readable))
+
+
+def test_only_the_tasks_reach_the_broker_on_the_private_subnets(
+    template: dict[str, Any],
+) -> None:
+    resources = template["Resources"]
+    group = resources["BrokerSecurityGroup"]["Properties"]
+    assert group["SecurityGroupIngress"] == [
+        {
+            "IpProtocol": "tcp",
+            "FromPort": 6379,
+            "ToPort": 6379,
+            "SourceSecurityGroupId": {"Ref": "TaskSecurityGroup"},
+        }
+    ]
+    broker = resources["Broker"]["Properties"]
+    assert broker["Port"] == 6379
+    assert broker["SecurityGroupIds"] == [{"Fn::GetAtt": ["BrokerSecurityGroup", "GroupId"]}]
+    assert broker["CacheSubnetGroupName"] == {"Ref": "BrokerSubnetGroup"}
+    subnets = resources["BrokerSubnetGroup"]["Properties"]["SubnetIds"]
+    assert subnets == {"Ref": "PrivateSubnetIds"}
+
+
+@pytest.mark.parametrize("replicated", [True, False], ids=["replica", "one-node"])
+def test_the_replica_is_an_option_with_failover_across_zones(
+    template: dict[str, Any], replicated: bool
+) -> None:
+    parameter = template["Parameters"]["BrokerReplica"]
+    assert parameter["AllowedValues"] == ["true", "false"]
+    assert template["Conditions"]["BrokerReplicated"] == {
+        "Fn::Equals": [{"Ref": "BrokerReplica"}, "true"]
+    }
+    broker = resolved(
+        template["Resources"]["Broker"]["Properties"],
+        {"BrokerReplicated": replicated, "HasAlarmTopic": False},
+    )
+    assert broker["NumCacheClusters"] == (2 if replicated else 1)
+    assert broker["AutomaticFailoverEnabled"] is replicated
+    assert broker["MultiAZEnabled"] is replicated
+    assert template["Parameters"]["BrokerNodeType"]["Default"] == "cache.t4g.small"
+
+
+def _broker_alarms(template: dict[str, Any], replicated: bool) -> dict[str, dict[str, Any]]:
+    """The alarms on the broker's metrics that exist with or without the replica."""
+    found = {}
+    for name, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::CloudWatch::Alarm":
+            continue
+        if resource.get("Condition") == "BrokerReplicated" and not replicated:
+            continue
+        conditions = {"BrokerReplicated": replicated, "HasAlarmTopic": True}
+        properties = resolved(resource["Properties"], conditions)
+        if any(
+            q.get("MetricStat", {}).get("Metric", {}).get("Namespace") == "AWS/ElastiCache"
+            for q in properties.get("Metrics", [])
+        ):
+            found[name] = properties
+    return found
+
+
+@pytest.mark.parametrize("replicated", [True, False], ids=["replica", "one-node"])
+def test_each_broker_alarm_reads_every_node_and_tells_the_topic(
+    template: dict[str, Any], replicated: bool
+) -> None:
+    alarms = _broker_alarms(template, replicated)
+    nodes = {"${Broker}-001", "${Broker}-002"} if replicated else {"${Broker}-001"}
+    watched = set()
+    for name, alarm in alarms.items():
+        queries = alarm["Metrics"]
+        stats = [q for q in queries if "MetricStat" in q]
+        (metric,) = {q["MetricStat"]["Metric"]["MetricName"] for q in stats}
+        watched.add(metric)
+        read = set()
+        for query in stats:
+            dimensions = {
+                d["Name"]: d["Value"] for d in query["MetricStat"]["Metric"]["Dimensions"]
+            }
+            assert dimensions["CacheNodeId"] == "0001", name
+            read.add(dimensions["CacheClusterId"]["Fn::Sub"])
+        # Every node, since a failover swaps primary and replica.
+        assert read == nodes, name
+        (returned,) = [q for q in queries if q.get("ReturnData")]
+        used = set(re.findall(r"\b[a-z]\w*", returned["Expression"]))
+        assert used == {q["Id"] for q in stats}, name
+        assert alarm["AlarmActions"] == alarm["OKActions"] == [{"Ref": "AlarmTopicArn"}], name
+        assert alarm["TreatMissingData"] == "notBreaching", name
+    # Engine CPU, memory, connections; the replica's lag only where there is one.
+    expected = BROKER_METRICS if replicated else BROKER_METRICS - {"ReplicationLag"}
+    assert watched == expected
+    assert len(alarms) == len(expected)
+
+
+def test_a_broker_alarm_missing_a_node_would_be_found(template: dict[str, Any]) -> None:
+    """The check above can fail: an alarm that reads the first node only is named."""
+    changed = copy.deepcopy(template)
+    cpu = changed["Resources"]["BrokerCpuAlarm"]["Properties"]
+    cpu["Metrics"] = [q for q in cpu["Metrics"] if "Fn::If" not in q]
+    with pytest.raises(AssertionError, match="BrokerCpuAlarm"):
+        test_each_broker_alarm_reads_every_node_and_tells_the_topic(changed, True)

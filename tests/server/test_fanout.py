@@ -178,6 +178,10 @@ async def test_one_reader_per_shard_and_every_process_sees_every_write(
         await _until_all_see(http, servers[0], clients, pid)
         # DynamoDB Local's stream has one open shard: one process reads it, none other.
         assert len(await _holders(http, servers)) == 1
+        # Each says it takes its changes from the broker (what the fan-out alerts select by).
+        for server in servers:
+            scraped = await http.get(f"{server.base_url}/metrics")
+            assert sample(parse_scrape(scraped.text), "comments_fanout_processes") == 1
         # A write through each process reaches the subscription on every process, once.
         written = [await _create(http, s, pid, f"from {i}") for i, s in enumerate(servers)]
         for client in clients:

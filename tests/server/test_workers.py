@@ -471,6 +471,7 @@ def _workers(pid: int) -> list[int]:
 
 COUNTED = 'query Counted { product(productId: "workers-metrics") { stats { total } } }'
 REQUESTS = "comments_graphql_request_duration_seconds_count"
+FANOUT = "comments_fanout_processes"
 
 
 def _counted_in(path: Path) -> float:
@@ -549,6 +550,8 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
         for _ in range(4):
             samples = parse_scrape(_get(f"{base}/metrics").text)
             assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == sent
+            # Both take the table's changes from the broker serve started for them.
+            assert sample(samples, FANOUT) == 2
         # A worker that dies is replaced; its live gauges stop counting, its counts stay.
         ended, kept = workers
         assert (directory / f"gauge_livesum_{ended}.db").exists()
@@ -567,6 +570,7 @@ def test_two_workers_metrics_add_up_and_an_ended_worker_is_forgotten(
             time.sleep(0.1)
         samples = parse_scrape(_get(f"{base}/metrics").text)
         assert sample(samples, REQUESTS, operation="Counted", outcome="ok") == sent
+        assert sample(samples, FANOUT) == 2  # the replacement, not the dead worker
         # The parent counted the replacement; the dead worker's memory is no longer
         # shown, the CPU time it used still is.
         assert sample(samples, "comments_worker_restarts_total") == 1
