@@ -100,10 +100,18 @@ async def start_fanout(
         if purging is not None:
             purging.changed(changes)
 
-    def reader_gap(reason: str) -> None:
-        log.warning("fan-out reader: %s", reason)
+    saying: set[asyncio.Task[None]] = set()
+
+    def reader_gap(shard: str, reason: str) -> None:
+        # Every process must hear of it (their subscribers, their maps of answers): said on
+        # the channel at once, as a message of no changes, rather than left for a hole in
+        # the numbers that only the next change would show.
+        log.warning("fan-out reader: shard %s: %s", shard, reason)
+        task = asyncio.create_task(publisher.lost(shard, reason))
+        saying.add(task)
+        task.add_done_callback(saying.discard)
         if purging is not None:
-            purging.lost(reason)
+            purging.lost(f"shard {shard}: {reason}")
 
     def claimed(shard_id: str, taken_over: bool) -> None:
         # Everything, at every claim: a holder that died may have left purges unsent, and

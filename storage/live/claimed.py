@@ -92,7 +92,8 @@ class ClaimedReader:
     lease_seconds: float = 30.0
     poll_seconds: float = 0.25
     rediscover_seconds: float = 10.0
-    on_gap: Callable[[str], None] = lambda reason: None
+    # Told of changes of a shard lost before they were read (the shard, and why).
+    on_gap: Callable[[str, str], None] = lambda shard_id, reason: None
     # Told of each shard claimed, and whether it was taken from a holder whose lease ran
     # out (it died or stalled: what it did with its last batches beyond the checkpoint,
     # work queued and not yet done, is unknown) rather than a free one.
@@ -254,7 +255,7 @@ class ClaimedReader:
                 held.iterator = await self._iterator(held.shard_id, held.checkpoint)
                 return 0
             if code == "TrimmedDataAccessException":
-                self.on_gap(f"shard {held.shard_id}: changes trimmed before they were read")
+                self.on_gap(held.shard_id, "changes trimmed before they were read")
                 held.iterator = await self._iterator(held.shard_id, None)
                 return 0
             raise

@@ -9,8 +9,9 @@ process subscribes and hands them to its feed as its own follower would. The bro
 reached through two callables, so this module holds no client of its own.
 
 Messages (JSON): ``{"p": publisher, "n": number, "s": shard, "c": [[kind, keys, old, new,
-sequence, written_at], ...]}``. A publisher (a process's reader, unique per start) numbers
-its messages 1, 2, 3... without a hole; a batch whose changes come to more than
+sequence, written_at], ...]}``, and ``"g": reason`` when the reader lost changes. A
+publisher (a process's reader, unique per start) numbers its messages 1, 2, 3... without a
+hole; a batch whose changes come to more than
 ``MAX_MESSAGE_BYTES`` is split, and one change alone may exceed it only by what one
 DynamoDB item pair can hold (two items of at most 400 KB).
 
@@ -22,6 +23,8 @@ changed":
 - a shard that changes publisher (its holder died or stalled, and a new holder reads again
   from the checkpoint: what the old holder published last may not have arrived);
 - a message it cannot read;
+- a message that says its shard's reader lost changes (``"g"``: records trimmed before
+  they were read), which the reader publishes the moment it finds out;
 - a broker connection lost or made again (``server.fanout`` calls it then).
 
 Duplicates: a holder moves the checkpoint only after publishing, so a new holder publishes
@@ -108,6 +111,13 @@ class Publisher:
             await self.publish(orjson.dumps(body))
             self.published += len(rows)
 
+    async def lost(self, shard: str, reason: str) -> None:
+        """Tell every receiver that changes of ``shard`` were lost to its reader (records
+        trimmed before they were read): a message of no changes that says so."""
+        self.number += 1
+        body = {"p": self.publisher, "n": self.number, "s": shard, "c": [], "g": reason}
+        await self.publish(orjson.dumps(body))
+
     def _chunks(self, changes: list[Change]) -> list[tuple[str, list[list[Any]]]]:
         chunks: list[tuple[str, list[list[Any]]]] = []
         rows: list[list[Any]] = []
@@ -146,9 +156,12 @@ class Receiver:
             if not (isinstance(publisher, str) and isinstance(number, int)):
                 raise TypeError("publisher or number")
             changes = [_change(row, shard) for row in rows]
+            lost = message.get("g")
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
             self.on_gap("a fan-out message could not be read")
             return []
+        if lost is not None:
+            self.on_gap(f"shard {shard}: its reader lost changes ({lost})")
         last = self._numbers.get(publisher)
         if last is not None and number != last + 1:
             self.on_gap(f"fan-out messages {last + 1} to {number - 1} of {publisher} were lost")

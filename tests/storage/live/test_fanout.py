@@ -83,6 +83,18 @@ async def test_a_shard_handed_to_another_publisher_is_a_gap_and_its_repeats_are_
     assert receiver.duplicates == 1
 
 
+async def test_a_reader_that_lost_changes_says_so_to_every_receiver_at_once() -> None:
+    wire = Wire()
+    publisher = Publisher("a", wire.publish)
+    await publisher.on_batch([_change(COMMENT, 1)])
+    await publisher.lost("s1", "changes trimmed before they were read")
+    await publisher.on_batch([_change(COMMENT, 9)])
+    receiver, gaps = _receiver()
+    taken = [receiver.take(message) for message in wire.sent]
+    assert [len(t) for t in taken] == [1, 0, 1]  # numbered in turn: no hole besides
+    assert gaps == ["shard s1: its reader lost changes (changes trimmed before they were read)"]
+
+
 async def test_other_shards_and_publishers_are_no_gap() -> None:
     a, b = Wire(), Wire()
     await Publisher("a", a.publish).on_batch([_change(COMMENT, 5, "s1")])
