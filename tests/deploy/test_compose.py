@@ -87,6 +87,26 @@ def test_the_api_takes_the_tables_changes_through_the_compose_broker() -> None:
     assert check["retries"] >= 3
 
 
+def test_the_api_purges_the_compose_varnish_which_runs_the_shipped_configuration() -> None:
+    services = compose()["services"]
+    varnish, api = services["varnish"], services["api"]
+    command = varnish["command"]
+    listeners = [command[i + 1] for i, arg in enumerate(command) if arg == "-a"]
+    (purge,) = [a.split("=", 1)[1] for a in listeners if a.startswith("purge=")]
+    purge_port = purge.rsplit(":", 1)[1]
+    assert api["environment"]["PURGE_URLS"] == f"http://varnish:{purge_port}/"
+    vcl = command[command.index("-f") + 1]
+    assert f"./deploy/varnish/default.vcl:{vcl}:ro" in varnish["volumes"]
+    # The shipped file's backend is the api service, on the port the API listens on.
+    shipped = (ROOT / "deploy" / "varnish" / "default.vcl").read_text()
+    api_port = api["ports"][0].rsplit(":", 1)[1]
+    assert '.host = "api";' in shipped
+    assert f'.port = "{api_port}";' in shipped
+    # Purges reach it from the compose network only: no host port for that listener.
+    assert all(not p.endswith(f":{purge_port}") for p in varnish["ports"])
+    assert varnish["depends_on"]["api"]["condition"] == "service_healthy"
+
+
 def test_docker_waits_for_the_api_to_drain_before_it_kills_it() -> None:
     grace = compose()["services"]["api"]["stop_grace_period"]
     assert grace.endswith("s")
