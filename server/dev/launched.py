@@ -4,18 +4,47 @@ say what the process said), and ended by PID, politely first."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+
+def find_binary(named: Path | None, program: str, default: str) -> str | None:
+    """The binary a setting names, else ``program`` on the PATH, else ``default``; None
+    when that is no file."""
+    found = str(named) if named else shutil.which(program) or default
+    return found if Path(found).is_file() else None
 
 
 class Launched:
-    """The running process (``_process``), its output file (``_log``) and their ending."""
+    """The running process (``_process``), its output file (``_log``) and their ending; a
+    context manager that starts it and stops it (``stop`` is safe to call twice)."""
 
     _log: tempfile._TemporaryFileWrapper[bytes] | None = None
     _process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> object:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
     @property
     def pid(self) -> int | None:

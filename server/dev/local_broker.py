@@ -9,15 +9,12 @@ on and stops it unless that is loopback only. ``REDIS_SERVER`` may name another 
 
 from __future__ import annotations
 
-import shutil
 import signal
 import socket
 import tempfile
 import time
-from pathlib import Path
-from types import TracebackType
 
-from server.dev.launched import Launched
+from server.dev.launched import Launched, find_binary
 from server.dev.local_engine import free_port
 from server.dev.loopback import listening_sockets
 from server.settings.development import EngineSettings
@@ -30,9 +27,8 @@ class BrokerError(RuntimeError):
 
 
 def find_redis() -> str:
-    named = EngineSettings().redis_server
-    found = str(named) if named else shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not Path(found).is_file():
+    found = find_binary(EngineSettings().redis_server, "redis-server", "/usr/bin/redis-server")
+    if found is None:
         raise BrokerError(
             "redis-server is missing: several workers fan the table's changes out through "
             "it (scripts/setup installs it; Debian: apt-get install redis-server), or set "
@@ -129,14 +125,3 @@ class LocalBroker(Launched):
             self.requested_port = self.port
         self.port = None
         self._end(signal.SIGKILL, timeout=None)
-
-    def __enter__(self) -> LocalBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -22,7 +22,6 @@ import signal
 import socket
 import time
 from pathlib import Path
-from types import TracebackType
 
 from pydantic import ValidationError
 
@@ -241,14 +240,3 @@ class LocalEngine(Launched):
             self.requested_port = self.port
         self.port = None
         self._end(sig, timeout=None)
-
-    def __enter__(self) -> LocalEngine:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

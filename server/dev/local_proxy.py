@@ -11,13 +11,11 @@ purge listener (``purge_url``, what PURGE_URLS names). It keeps objects in memor
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 
-from server.dev.launched import Launched
+from server.dev.launched import Launched, find_binary
 from server.dev.local_engine import free_port
 from server.settings.development import EngineSettings
 
@@ -31,9 +29,8 @@ class ProxyError(RuntimeError):
 
 
 def find_varnishd() -> str:
-    named = EngineSettings().varnishd
-    found = str(named) if named else shutil.which("varnishd") or "/usr/sbin/varnishd"
-    if not Path(found).is_file():
+    found = find_binary(EngineSettings().varnishd, "varnishd", "/usr/sbin/varnishd")
+    if found is None:
         raise ProxyError(
             "varnishd is missing: the purge test and the freshness benchmark run the "
             "shipped Varnish configuration (scripts/setup installs it; Debian: apt-get "
@@ -143,14 +140,3 @@ class LocalProxy(Launched):
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
-
-    def __enter__(self) -> LocalProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
