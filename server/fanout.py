@@ -28,8 +28,8 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.connection import Connection
 
-from server.http.answer_changes import telling
 from server.http.answers import AnswerCache
+from server.listeners import Listeners
 from server.observability import metrics
 from server.purging.service import Purging
 from server.tasks import cancel_and_wait
@@ -121,15 +121,8 @@ async def start_fanout(
             how = "taken over from a holder that stopped" if taken_over else "claimed"
             purging.lost(f"shard {shard_id} {how}")
 
-    def lost(reason: str) -> None:
-        log.warning("live updates: %s", reason)
-        metrics.stream_gaps()
-        if answers is not None:
-            answers.lost()
-        feed.interrupt(
-            "EVENTS_LOST",
-            "Changes of the table were lost to this server; subscribe again and reload.",
-        )
+    # The receiving side: purges are the reader's (on_batch, reader_gap, claimed).
+    told = Listeners(feed, answers)
 
     async def read() -> None:
         arn = await _stream(feed.table)
@@ -147,21 +140,15 @@ async def start_fanout(
         )
         await reader.run()
 
-    def failed() -> None:
-        metrics.stream_gaps()
-        if answers is not None:
-            answers.lost()
-
     def batches() -> AsyncIterator[list[Change]]:
-        received = _received()
-        return received if answers is None else telling(answers, received)
+        return told.told(_received())
 
     async def _received() -> AsyncIterator[list[Change]]:
         client: Redis = Redis.from_url(url, health_check_interval=HEALTH_SECONDS)
         pubsub = _WatchedPubSub(client.connection_pool)
         try:
             await pubsub.subscribe(name)
-            receiver = Receiver(lost)
+            receiver = Receiver(told.lost)
             # Subscribed: from now on nothing published is missed.
             yield []
             while True:
@@ -182,10 +169,6 @@ async def start_fanout(
             with suppress(Exception):
                 await client.aclose()
 
-    def delivered(changes: int) -> None:
-        metrics.stream_events(changes)
-        metrics.stream_lag(feed.lag_seconds)
-
     async def keep_reading() -> None:
         while True:
             try:
@@ -198,7 +181,7 @@ async def start_fanout(
 
     tasks = [
         asyncio.create_task(keep_reading()),
-        asyncio.create_task(feed.follow(batches, on_batch=delivered, on_failure=failed)),
+        asyncio.create_task(feed.follow(batches, on_batch=told.delivered, on_failure=told.failed)),
     ]
 
     async def stop() -> None:

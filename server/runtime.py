@@ -42,12 +42,12 @@ from server.dev.local_engine import LocalEngine
 from server.dev.progress import progress_bar
 from server.dev.seeding import seed_demo
 from server.fanout import start_fanout
-from server.http.answer_changes import telling
 from server.http.answers import AnswerCache
 from server.jwks import KeyStore
+from server.listeners import Listeners
 from server.observability import metrics as process_metrics
 from server.observability.metrics import Metrics, listener
-from server.purging.service import Purging, purged, start_purging
+from server.purging.service import Purging, start_purging
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
 from server.webhooks.service import start_webhooks
@@ -419,36 +419,14 @@ async def _follow(
             warned = True
         await asyncio.sleep(STREAM_RECHECK_SECONDS)
 
-    def lost(reason: str) -> None:
-        log.warning("live updates: %s", reason)
-        process_metrics.stream_gaps()
-        if answers is not None:
-            answers.lost()
-        if purging is not None:
-            purging.lost(reason)
-        feed.interrupt(
-            "EVENTS_LOST",
-            "Changes of the table were lost to this server; subscribe again and reload.",
-        )
-
-    def failed() -> None:
-        process_metrics.stream_gaps()
-        if answers is not None:
-            answers.lost()
-        if purging is not None:
-            purging.lost("the stream's follower failed")
+    told = Listeners(feed, answers, purging)
 
     def batches() -> AsyncIterator[list[Change]]:
-        followed = StreamFollower(streams, arn, poll_seconds=poll_seconds, on_gap=lost).batches()
-        if purging is not None:
-            followed = purged(purging, followed)
-        return followed if answers is None else telling(answers, followed)
+        return told.told(
+            StreamFollower(streams, arn, poll_seconds=poll_seconds, on_gap=told.lost).batches()
+        )
 
-    def delivered(changes: int) -> None:
-        process_metrics.stream_events(changes)
-        process_metrics.stream_lag(feed.lag_seconds)
-
-    await feed.follow(batches, on_batch=delivered, on_failure=failed)
+    await feed.follow(batches, on_batch=told.delivered, on_failure=told.failed)
 
 
 async def _bring_to_layout(table: TableRef) -> None:
