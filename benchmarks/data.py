@@ -4,6 +4,10 @@ One hot product with 50,000 comments, two more hot products (1,000 and 10,000) f
 series, and 200 products with 0-500 comments each, some lacking whole ratings. Ratings are
 J-shaped (5: 55 %, 4: 20 %, 1: 12 %, 3: 8 %, 2: 5 %), languages skewed (en 50 %, de 20 %,
 fr 12 %, es 10 %, pt-br 5 %, ja 3 %), timestamps over three years.
+
+``pages`` is a smaller set for product-page workloads (benchmarks.http.freshness): a few
+dozen products of 5 to 60 comments, the same for the API over DynamoDB Local and for the
+in-memory floor (benchmarks.http.floor ``--pages``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from storage.ops.create import create_table
 HOT = "hot-50k"
 SCALE = {1_000: "hot-1k", 10_000: "hot-10k", 50_000: HOT}
 SMALL = 200
+PAGE_PRODUCT_PREFIX = "f-"
 
 
 def plan(seed: int, hot_size: int = 50_000) -> list[tuple[str, int, bool]]:
@@ -31,6 +36,18 @@ def plan(seed: int, hot_size: int = 50_000) -> list[tuple[str, int, bool]]:
 
 def comments(seed: int, hot_size: int = 50_000) -> list[Comment]:
     return list(synthetic_comments(plan(seed, hot_size), random.Random(seed + 1)))
+
+
+def page_products(products: int) -> list[str]:
+    """The product ids of ``pages``' data set, most popular first."""
+    return [f"{PAGE_PRODUCT_PREFIX}{n:03d}" for n in range(products)]
+
+
+def pages(seed: int, products: int) -> list[Comment]:
+    """``products`` products of 5 to 60 published comments each, deterministic per seed."""
+    rng = random.Random(seed)
+    plan = [(p, rng.randint(5, 60), False) for p in page_products(products)]
+    return list(synthetic_comments(plan, random.Random(seed + 1)))
 
 
 async def load(table: TableRef, data: list[Comment], label: str = "seeding") -> None:

@@ -147,6 +147,7 @@ EXTRAS = (
     ("proxy", "benchmarks.http.nginx_cache", "5"),
     ("part1", "benchmarks.writes.part1", "7"),
     ("facet-reads", "benchmarks.reads.facet_report", "8"),
+    ("freshness", "benchmarks.http.freshness_report", "9"),
 )
 
 
@@ -156,7 +157,10 @@ def newest_extras() -> dict[str, dict[str, Any]]:
 
     found = {}
     for prefix, _, _ in EXTRAS:
-        paths = sorted((HERE / "results").glob(f"{prefix}-*.json"))
+        # Quick runs are smoke runs: the report quotes full ones.
+        paths = sorted(
+            p for p in (HERE / "results").glob(f"{prefix}-*.json") if not p.stem.endswith("-quick")
+        )
         if paths:
             found[prefix] = {"file": paths[-1].name, **json.loads(paths[-1].read_text())}
     return found
