@@ -13,9 +13,7 @@ import os
 import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AsyncExitStack, ExitStack
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
@@ -23,11 +21,12 @@ import pytest
 
 from resolvers.auth import mint
 from server.dev.local_broker import LocalBroker
-from server.dev.local_engine import LocalEngine, free_port
-from server.dev.local_proxy import LocalProxy
+from server.dev.local_engine import LocalEngine
 from storage.engine.client import ClientSettings, open_client
 from storage.ops.create import create_table
-from testing.live_server import LiveServer, live_server
+from testing.fleet import Fleet
+from testing.fleet import fleet as running_fleet
+from testing.live_server import LiveServer
 from testing.scrape import parse_scrape, sample
 from testing.subscriber import Closed, Subscriber, subscriber
 from tests.api_helpers import SECRET
@@ -57,41 +56,20 @@ async def _streamed_table(endpoint_url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[LocalBroker]:
-    with LocalBroker() as running:
-        yield running
-
-
-@dataclass(frozen=True)
-class Fleet:
-    servers: list[LiveServer]
-    proxy: LocalProxy
+def fleet(engine: LocalEngine) -> Iterator[Fleet]:
+    """The servers on one table with their broker, started side by side (each takes seconds
+    to start; one that fails stops those that started), and the proxy in front of them
+    all, which they purge (started before anything is written, so that no purge waits out
+    a backoff)."""
+    table = asyncio.run(_streamed_table(engine.endpoint_url))
+    env = {"FANOUT_LEASE_SECONDS": str(LEASE_SECONDS)}
+    with running_fleet(engine.endpoint_url, table, SECRET, PROCESSES, env=env) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
-def fleet(engine: LocalEngine, broker: LocalBroker) -> Iterator[Fleet]:
-    """The servers on one table, started side by side (each takes seconds to start), and
-    the proxy in front of them all, which they purge (started before anything is written,
-    so that no purge waits out a backoff)."""
-    table = asyncio.run(_streamed_table(engine.endpoint_url))
-    purge_port = free_port()
-    env = {
-        "FANOUT_URL": broker.url,
-        "FANOUT_LEASE_SECONDS": str(LEASE_SECONDS),
-        "PURGE_URLS": f"http://127.0.0.1:{purge_port}/",
-    }
-    with ExitStack() as stack, ThreadPoolExecutor(PROCESSES) as pool:
-        managers = [
-            live_server(engine.endpoint_url, table, SECRET, log=None, **env)
-            for _ in range(PROCESSES)
-        ]
-        started = list(pool.map(lambda m: m.__enter__(), managers))
-        for manager in managers:
-            stack.push(manager.__exit__)
-        proxy = LocalProxy([s.port for s in started])
-        stack.callback(proxy.stop)
-        proxy.start(purge_port=purge_port)
-        yield Fleet(started, proxy)
+def broker(fleet: Fleet) -> LocalBroker:
+    return fleet.broker
 
 
 @pytest.fixture(scope="module")
