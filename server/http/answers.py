@@ -160,6 +160,7 @@ class AnswerCache:
         return self._version
 
     def get(self, key: AnswerKey) -> Answer | None:
+        """The answer kept for ``key``; counted, a hit or a miss."""
         if not self.serving:
             return None
         found = self._entries.get(key)
@@ -169,6 +170,15 @@ class AnswerCache:
         self._entries.move_to_end(key)
         self.hits += 1
         return found
+
+    async def find(self, key: AnswerKey) -> Answer | None:
+        """The answer kept for ``key``, or the one another request of this process is
+        making, waited for (at most ``wait_seconds``); None: execute. Counted once, when
+        the wait is over: a request that waited and got an answer is a hit, not a miss
+        and a hit."""
+        if self.serving and key not in self._entries:
+            await self._wait_for_flight(key)
+        return self.get(key)
 
     def store(self, key: AnswerKey, answer: Answer, started: int) -> bool:
         """Keep ``answer``, made by an execution that started at version ``started``,
@@ -220,20 +230,13 @@ class AnswerCache:
 
     # Single flight.
 
-    async def wait_for_flight(self, key: AnswerKey) -> Answer | None:
-        """When another request of this process is executing ``key``, wait for it (at most
-        ``wait_seconds``) and return what it stored; None: execute (no flight, it failed,
-        its answer was not kept, or it took too long)."""
+    async def _wait_for_flight(self, key: AnswerKey) -> None:
+        """Wait for the request of this process executing ``key``, if there is one (at most
+        ``wait_seconds``: it may fail, or take too long)."""
         flight = self._flights.get(key)
-        if flight is None:
-            return None
-        with suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(flight), self.wait_seconds)
-        found = self._entries.get(key) if self.serving else None
-        if found is not None:
-            self._entries.move_to_end(key)
-            self.hits += 1
-        return found
+        if flight is not None:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(flight), self.wait_seconds)
 
     def take_flight(self, key: AnswerKey) -> asyncio.Future[None] | None:
         """Lead the execution of ``key`` (None: another request leads it already)."""

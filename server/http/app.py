@@ -226,7 +226,7 @@ class GraphQLApp(GraphQL[Context, None]):
         key = self._answer_key(request, media_type)
         kept = None
         if key is not None:
-            kept = self.answers.get(key) or await self.answers.wait_for_flight(key)
+            kept = await self.answers.find(key)
         if kept is not None:
             # Answered from the process's map (server.http.answers): nothing is executed.
             response = Response(kept.body, headers=dict(kept.headers))

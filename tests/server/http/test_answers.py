@@ -200,6 +200,8 @@ async def test_concurrent_misses_execute_once(api: Served, product_id: str) -> N
     answers = await asyncio.gather(*many)
     assert len({a.content for a in answers}) == 1
     assert api.reads.calls == 1
+    # Counted once each: the one that executed a miss, the seven that waited for it hits.
+    assert (api.answers.hits, api.answers.misses) == (7, 1)
 
 
 async def test_the_map_stays_within_its_bytes(table: TableRef) -> None:
