@@ -64,8 +64,15 @@ async def start_webhooks(
             outbox.on_batch,
             lease_seconds=tuning.lease_seconds,
             poll_seconds=settings.stream_poll_seconds,
+            on_gap=events_lost,
         )
         await reader.run()
+
+    def events_lost(shard_id: str, reason: str) -> None:
+        # Their events can never be written: said loudly and counted (CommentsStreamGaps),
+        # since receivers will see a hole in those products' sequence numbers.
+        log.error("webhooks: shard %s: %s; their events are lost", shard_id, reason)
+        metrics.stream_gaps()
 
     async def keep(what: str, run: Callable[[], Awaitable[None]]) -> None:
         while True:

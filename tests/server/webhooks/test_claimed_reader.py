@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from storage.base.types import DynamoClient
 from storage.live.claimed import ClaimedReader, lease_key
 from storage.live.stream import Change
@@ -171,3 +173,43 @@ async def test_changes_of_lease_items_alone_move_no_checkpoint(
         await reader.step()
         await asyncio.sleep(0.05)
     assert await checkpoints() == moved
+
+
+class Trimmed:
+    """A stream whose records past the checkpoint were trimmed: the first read says so."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.trimmed = True
+
+    async def get_records(self, **request: Any) -> Any:
+        if self.trimmed:
+            self.trimmed = False
+            error = {"Error": {"Code": "TrimmedDataAccessException", "Message": "trimmed"}}
+            raise ClientError(error, "GetRecords")
+        return await self.inner.get_records(**request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_records_trimmed_before_they_were_read_are_a_gap_of_that_shard(
+    client: DynamoClient, streams: Any
+) -> None:
+    table, arn = await streamed_table(client)
+    gaps: list[tuple[str, str]] = []
+    reader = ClaimedReader(
+        table,
+        Trimmed(streams),
+        arn,
+        "test",
+        "a",
+        Collect().on_batch,
+        on_gap=lambda shard, reason: gaps.append((shard, reason)),
+    )
+    reader.genesis = 0.0
+    await reader.look()
+    assert reader.held
+    await reader.step()
+    assert gaps == [(shard, "changes trimmed before they were read") for shard in reader.held]
+    await reader.release()
