@@ -145,9 +145,10 @@ class Purger:
             return True
         try:
             await self._send(client, batch)
-        except PurgeFailed as exc:
-            self._failed(batch, exc)
-            await asyncio.sleep(self._backoff(exc.retry_after))
+        except Exception as exc:
+            failure = exc if isinstance(exc, PurgeFailed) else self._fault(exc)
+            self._failed(batch, failure)
+            await asyncio.sleep(self._backoff(failure.retry_after))
             return False
         if self.failures:
             log.warning(
@@ -170,7 +171,9 @@ class Purger:
                 return True
             try:
                 await self._send(client, first)
-            except PurgeFailed as exc:
+            except Exception as exc:
+                if not isinstance(exc, PurgeFailed):
+                    exc = self._fault(exc)
                 log.warning(
                     "purge: %s unsent at shutdown (%s); that cache may serve answers "
                     "changed since until they expire",
@@ -179,6 +182,12 @@ class Purger:
                 )
                 return False
             return True
+
+    def _fault(self, exc: Exception) -> PurgeFailed:
+        """A fault of ours (a bug, an error no target turned into a failure): logged whole,
+        and the purge kept as for any failure, so that purging never stops for good."""
+        log.error("purge of %s: unexpected %s", self.target.name, type(exc).__name__, exc_info=exc)
+        return PurgeFailed(f"{self.target.name}: {type(exc).__name__}")
 
     async def _send(self, client: httpx.AsyncClient, batch: _Batch) -> None:
         if batch.everything:

@@ -3,9 +3,10 @@ with its lifespan, and told what each batch of the stream changed.
 
 Once per change across processes: with a fan-out broker, only the claimed reader's
 holder of a shard tells them (server.fanout), after publishing the batch; without one,
-every process follows the stream itself and tells them (one process: once). A shard taken
-over from a process that died, a gap in the stream, and a follower's start (it reads from
-the stream's end) are "everything": purges may have been lost with them.
+every process follows the stream itself and tells them (one process: once). A claim of a
+shard by the fan-out's reader (its last holder may have died with purges unsent, or never
+purged), a gap in the stream, and a follower's start (it reads from the stream's end) are
+"everything": purges may have been lost with them.
 """
 
 from __future__ import annotations

@@ -227,3 +227,25 @@ def test_purging_settings_that_cannot_work_are_refused(
         monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError, match=said):
         Settings()
+
+
+class Broken:
+    """A target with a fault of its own: it raises what no purge failure is."""
+
+    name = "broken"
+
+    async def purge(self, client: httpx.AsyncClient, tags: object) -> None:
+        raise RuntimeError("a bug")
+
+    async def purge_everything(self, client: httpx.AsyncClient) -> None:
+        raise RuntimeError("a bug")
+
+
+async def test_a_fault_in_a_target_is_a_failed_purge_kept_not_a_purger_gone(
+    client: httpx.AsyncClient,
+) -> None:
+    one = Purger(Broken(), QUICK)
+    one.changed({"p:a"})
+    assert not await one.send_due(client)  # raised nothing: the purger lives on
+    assert one.failures == 1
+    assert one.pending == 2  # p:a and all, kept for the next attempt
