@@ -32,13 +32,11 @@ from server.http.answers import AnswerCache
 from server.listeners import Listeners
 from server.observability import metrics
 from server.purging.service import Purging
-from server.tasks import cancel_and_wait
-from storage.base.errors import StorageError
-from storage.engine.table import TableRef
+from server.tasks import cancel_and_wait, stream_when_on
 from storage.live.claimed import ClaimedReader
 from storage.live.fanout import Publisher, Receiver
 from storage.live.feed import Feed
-from storage.live.stream import Change, stream_arn
+from storage.live.stream import Change
 
 if TYPE_CHECKING:
     from server.settings import Settings
@@ -46,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("comments.fanout")
 
 READER = "fanout"
-STREAM_RECHECK_SECONDS = 60.0
 # Seconds between health checks of a quiet subscription (redis-py pings the broker).
 HEALTH_SECONDS = 5
 
@@ -125,7 +122,9 @@ async def start_fanout(
     told = Listeners(feed, answers)
 
     async def read() -> None:
-        arn = await _stream(feed.table)
+        arn = await stream_when_on(
+            feed.table, "fan-out", "the table has no stream; nothing is published"
+        )
         reader = ClaimedReader(
             feed.table,
             streams,
@@ -190,19 +189,3 @@ async def start_fanout(
 
     stack.push_async_callback(stop)
     log.info("fan-out: reader %s publishing on %s", owner, name)
-
-
-async def _stream(table: TableRef) -> str:
-    warned = False
-    while True:
-        try:
-            arn = await stream_arn(table)
-        except StorageError as exc:
-            log.warning("fan-out: describing the table failed (%s)", type(exc).__name__)
-            arn = None
-        if arn is not None:
-            return arn
-        if not warned:
-            log.warning("fan-out: the table has no stream; nothing is published")
-            warned = True
-        await asyncio.sleep(STREAM_RECHECK_SECONDS)

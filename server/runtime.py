@@ -50,6 +50,7 @@ from server.observability.metrics import Metrics, listener
 from server.purging.service import Purging, start_purging
 from server.secret_file import dev_secret_path, secret_from_file
 from server.settings import Settings
+from server.tasks import stream_when_on
 from server.webhooks.service import start_webhooks
 from storage.base.errors import StorageError
 from storage.base.types import DynamoClient
@@ -64,7 +65,7 @@ from storage.engine.layout_check import (
 from storage.engine.seam import EngineSeam
 from storage.engine.table import TableRef
 from storage.live.feed import Feed
-from storage.live.stream import Change, StreamFollower, stream_arn
+from storage.live.stream import Change, StreamFollower
 from storage.model.layout_version import Fit, fit
 from storage.ops.create import create_table, missing_indexes
 from storage.ops.migrate import migrate
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("comments.server")
 
 # Seconds between looks for the stream of a table that has none.
-STREAM_RECHECK_SECONDS = 60.0
 
 # Seconds a printed dev token lives (at most; JWT_MAX_LIFETIME may be shorter).
 DEV_TOKEN_LIFETIME = 24 * 3600
@@ -400,24 +400,12 @@ async def _follow(
     answers (server.http.answers) is told of each batch first, and of every loss; so are
     the caches in front (``purging``): without a broker, each process purges what it reads,
     and a follower's start, which reads from the stream's end, purges everything."""
-    warned = False
-    while True:
-        try:
-            arn = await stream_arn(feed.table)
-        except StorageError as exc:
-            log.warning("live updates: describing the table failed (%s)", type(exc).__name__)
-            await asyncio.sleep(STREAM_RECHECK_SECONDS)
-            continue
-        if arn is not None:
-            break
-        if not warned:
-            log.warning(
-                "live updates: table %r has no stream of new and old images; subscriptions "
-                "are refused until it has one (comments migrate-table turns it on)",
-                feed.table.name,
-            )
-            warned = True
-        await asyncio.sleep(STREAM_RECHECK_SECONDS)
+    arn = await stream_when_on(
+        feed.table,
+        "live updates",
+        f"table {feed.table.name!r} has no stream of new and old images; subscriptions are "
+        "refused until it has one (comments migrate-table turns it on)",
+    )
 
     told = Listeners(feed, answers, purging)
 

@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from resolvers.webhook_rules import WebhookRules
 from server.observability import metrics
-from server.tasks import cancel_and_wait
+from server.tasks import cancel_and_wait, stream_when_on
 from server.webhooks.delivery import Deliverer
 from server.webhooks.outbox import Outbox
 from server.webhooks.transport import Lookups, Refused, Sender, resolve_checked
-from storage.base.errors import StorageError
 from storage.engine.table import TableRef
 from storage.live.claimed import ClaimedReader
-from storage.live.stream import stream_arn
 
 if TYPE_CHECKING:
     from server.settings import Settings
@@ -27,7 +25,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("comments.webhooks")
 
 READER = "webhooks"
-STREAM_RECHECK_SECONDS = 60.0
 
 
 async def start_webhooks(
@@ -45,16 +42,9 @@ async def start_webhooks(
     outbox = Outbox(table)
 
     async def read() -> None:
-        while True:
-            try:
-                arn = await stream_arn(table)
-            except StorageError as exc:
-                log.warning("webhooks: describing the table failed (%s)", type(exc).__name__)
-                arn = None
-            if arn is not None:
-                break
-            log.warning("webhooks: the table has no stream; no events are written")
-            await asyncio.sleep(STREAM_RECHECK_SECONDS)
+        arn = await stream_when_on(
+            table, "webhooks", "the table has no stream; no events are written"
+        )
         reader = ClaimedReader(
             table,
             streams,
