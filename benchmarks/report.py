@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
 import statistics
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,16 @@ HERE = Path(__file__).resolve().parent
 # The benchmarks' result pages, part of the manual (mkdocs.yml); raw figures stay in
 # benchmarks/results/.
 PAGES = HERE.parent / "docs" / "benchmarks"
+
+
+def run_header(module: str, when: datetime) -> dict[str, str]:
+    """What every result says of its run: when, on what machine, by which command."""
+    return {
+        "when": when.isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}, {len(os.sched_getaffinity(0))} cores",
+        "command": " ".join([f"python -m {module}", *sys.argv[1:]]),
+    }
 
 
 def save_result(

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import random
 import sys
 import time
@@ -58,7 +57,7 @@ from benchmarks.http.freshness_writes import (
 )
 from benchmarks.http.loadgen import LoadResult
 from benchmarks.http.nginx_cache import HEADERS, PAGE, popular
-from benchmarks.report import save_result
+from benchmarks.report import run_header, save_result
 from server.dev.local_engine import LocalEngine, free_port
 from server.http.persisted import sha256_hex
 from storage.engine.client import ClientSettings, open_client
@@ -457,11 +456,8 @@ def main() -> None:
         measured_figures = measure(config, engine)
     when = datetime.now(UTC)
     result: dict[str, Any] = {
-        "when": when.isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, {len(os.sched_getaffinity(0))} cores",
+        **run_header("benchmarks.http.freshness", when),
         "quick": args.quick,
-        "command": " ".join(["python -m benchmarks.http.freshness", *sys.argv[1:]]),
         "settings": asdict(config),
         # The machine's load average (1, 5, 15 minutes) before and after: other work on the
         # same cores moves every figure.

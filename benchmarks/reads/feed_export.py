@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import random
 import statistics
 import subprocess
@@ -41,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import save_result
+from benchmarks.report import run_header, save_result
 from server.dev.local_engine import LocalEngine
 from storage.base.types import Item, Response
 from storage.engine.client import ClientSettings, open_client
@@ -404,12 +402,7 @@ def main() -> None:
     with LocalEngine() as engine:
         figures = measure(engine.endpoint_url, reviews, runs, args.seed)
     when = datetime.now(UTC)
-    result = {
-        "when": when.isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
-        f"{platform.python_implementation()} {platform.python_version()}",
-        **figures,
-    }
+    result = {**run_header("benchmarks.reads.feed_export", when), **figures}
     print(save_result("feed", result, when, tag="quick" if args.quick else ""))
     if not args.quick:
         write_page(result)

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import platform
 import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.report import save_result
+from benchmarks.report import run_header, save_result
 from server.dev.local_engine import LocalEngine
 from storage.base.errors import AuthorErasing, StorageError
 from storage.base.types import DynamoClient
@@ -234,13 +233,7 @@ def main() -> None:
     with LocalEngine() as engine:
         figures = asyncio.run(measure(engine, args.comments))
     when = datetime.now(UTC)
-    result = {
-        "when": when.isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}",
-        "command": " ".join(["python -m benchmarks.writes.erasure", *sys.argv[1:]]),
-        **figures,
-    }
+    result = {**run_header("benchmarks.writes.erasure", when), **figures}
     path = save_result("erasure", result, when)
     say(f"wrote {path}")
     if not figures["exact"]:
