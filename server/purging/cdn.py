@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from server.purging.targets import PurgeFailed
+from server.purging.targets import PurgeFailed, answer_to
 
 FASTLY_API_URL = "https://api.fastly.com"
 CLOUDFLARE_API_URL = "https://api.cloudflare.com"
@@ -115,10 +115,7 @@ class FastlyTarget:
     async def _send(self, client: httpx.AsyncClient, action: str, headers: dict[str, str]) -> None:
         url = f"{self.api_url.rstrip('/')}/service/{self.service_id}/{action}"
         headers = {**headers, "fastly-key": self.token, "accept": "application/json"}
-        try:
-            answer = await client.post(url, headers=headers)
-        except httpx.HTTPError as exc:
-            raise PurgeFailed(f"{self.name}: {type(exc).__name__}") from exc
+        answer = await answer_to(self.name, client.post(url, headers=headers))
         if not answer.is_success:
             raise PurgeFailed(
                 f"{self.name}: {answer.status_code} {answer.reason_phrase}", retry_after(answer)
@@ -152,10 +149,7 @@ class CloudflareTarget:
     async def _send(self, client: httpx.AsyncClient, body: dict[str, Any]) -> None:
         url = f"{self.api_url.rstrip('/')}/client/v4/zones/{self.zone_id}/purge_cache"
         headers = {"authorization": f"Bearer {self.token}"}
-        try:
-            answer = await client.post(url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise PurgeFailed(f"{self.name}: {type(exc).__name__}") from exc
+        answer = await answer_to(self.name, client.post(url, json=body, headers=headers))
         said = f"{answer.status_code} {answer.reason_phrase}"
         if not answer.is_success:
             raise PurgeFailed(f"{self.name}: {said}{self._errors(answer)}", retry_after(answer))

@@ -9,7 +9,7 @@ headers past 8 KB by default); more tags take more requests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -26,6 +26,15 @@ class PurgeFailed(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+async def answer_to(name: str, request: Awaitable[httpx.Response]) -> httpx.Response:
+    """The cache's answer to a purge request; ``PurgeFailed`` when none came (refused,
+    timed out, cut), named for the target ``name`` and never quoting the request."""
+    try:
+        return await request
+    except httpx.HTTPError as exc:
+        raise PurgeFailed(f"{name}: {type(exc).__name__}") from exc
 
 
 def chunks(tags: Sequence[str], max_bytes: int = MAX_HEADER_BYTES) -> Iterator[list[str]]:
@@ -65,9 +74,6 @@ class VarnishTarget:
         await self._send(client, {"xkey-purge-all": "yes"})
 
     async def _send(self, client: httpx.AsyncClient, headers: dict[str, str]) -> None:
-        try:
-            answer = await client.request("PURGE", self.url, headers=headers)
-        except httpx.HTTPError as exc:
-            raise PurgeFailed(f"{self.name}: {type(exc).__name__}") from exc
+        answer = await answer_to(self.name, client.request("PURGE", self.url, headers=headers))
         if answer.status_code != 200:
             raise PurgeFailed(f"{self.name}: {answer.status_code} {answer.reason_phrase}")
