@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 import uuid
 from contextlib import ExitStack
 from typing import Any
@@ -91,17 +92,26 @@ async def test_a_process_killed_mid_delivery_hands_the_event_on(engine: LocalEng
                         await asyncio.sleep(0.02)
                 pid = int(owner.split(":")[1])
                 assert pid in {s.pid for s in servers}
+                killed_at = time.time()
                 os.kill(pid, signal.SIGKILL)
                 hung["killed"] = True
                 await asyncio.wait_for(receiver.wait_for(lambda got: len(got) >= 6, 40), 45)
                 await asyncio.sleep(0.5)  # nothing more comes
     got = receiver.got
     assert all(r.verified for r in got)
-    per_product: dict[str | None, list[int]] = {}
+    # Each event taken, in each product's order, and again only when the killed process
+    # had it in flight: another product's delivery it made and was killed before recording
+    # is sent again by the other process (at least once), nothing else is.
+    first: dict[str, Received] = {}
     for r in got:
+        if r.message_id in first:
+            assert first[r.message_id].at < killed_at, f"{r.message_id} taken twice"
+        first.setdefault(r.message_id, r)
+    per_product: dict[str | None, list[int]] = {}
+    for r in first.values():
         per_product.setdefault(r.product, []).append(r.sequence)
     assert per_product == {"k1": [1, 2, 3], "k2": [1, 2, 3]}
-    # Each event was taken once (the killed process's request never got an answer, so the
-    # event it carried was sent again by the other: an attempt repeated, nothing lost).
-    assert len({r.message_id for r in got}) == len(got) == 6
+    assert len(first) == 6
+    assert len(got) - len(first) <= 1  # one lane besides the hung one was in flight, at most
+    # The hung event (its request never answered) was sent again by the other process.
     assert [a.message_id for a in receiver.attempts].count(hung["id"]) >= 2
